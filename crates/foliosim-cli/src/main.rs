@@ -1,0 +1,403 @@
+//! The `foliosim` command: run scenarios under kernel profiles and compare them, reproduce the
+//! bundled published experiments, list what is available.
+//!
+//! Exit status: 0 success, 1 a broken simulator invariant (`--check`), 2 bad input or usage.
+
+mod args;
+mod output;
+mod progress;
+mod table;
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use args::{ArgError, Command, ReproduceArgs, RunArgs};
+use foliosim::scenario::knobs::knob_table;
+use foliosim::scenario::parse;
+use foliosim::scenario::profile::{BASE_PROFILES, FEATURES};
+use foliosim::{InputError, RunError, RunResult, RunSpec, Scenario};
+
+/// Why the command stopped.
+enum Failure {
+    /// Bad input: one line naming the file and key. Exit 2.
+    Input(InputError),
+    /// The invariant checker fired: a simulator bug. Exit 1.
+    Check(String),
+}
+
+impl From<InputError> for Failure {
+    fn from(e: InputError) -> Self {
+        Failure::Input(e)
+    }
+}
+
+fn main() {
+    let argv: Vec<String> = std::env::args_os()
+        .skip(1)
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
+    let result = match args::parse(argv) {
+        Ok(Command::Help) => {
+            print_stdout(&format!("{}\n\n{}\n", args::USAGE, args::HELP));
+            Ok(())
+        }
+        Ok(Command::Version) => {
+            print_stdout(&format!("foliosim {}\n", foliosim::VERSION));
+            Ok(())
+        }
+        Ok(Command::List) => {
+            list();
+            Ok(())
+        }
+        Ok(Command::Run(run_args)) => run(&run_args),
+        Ok(Command::Reproduce(repro_args)) => reproduce(&repro_args),
+        Err(ArgError::Usage(message)) => {
+            eprintln!("foliosim: {message}\n{}", args::USAGE);
+            std::process::exit(2);
+        }
+        Err(ArgError::Value {
+            flag,
+            value,
+            message,
+        }) => Err(Failure::Input(InputError {
+            file: flag,
+            key: value,
+            message,
+        })),
+    };
+    match result {
+        Ok(()) => {}
+        Err(Failure::Input(e)) => {
+            eprintln!("foliosim: {}", one_line(&e.to_string()));
+            std::process::exit(2);
+        }
+        Err(Failure::Check(message)) => {
+            eprintln!("foliosim: {message}");
+            std::process::exit(1);
+        }
+    }
+}
+
+/// Input errors are one line whatever text they carry.
+fn one_line(text: &str) -> String {
+    text.lines().collect::<Vec<_>>().join("; ")
+}
+
+/// Writes to stdout, ignoring a closed pipe (`foliosim list | head`).
+fn print_stdout(text: &str) {
+    let mut out = std::io::stdout().lock();
+    let _ = out.write_all(text.as_bytes());
+    let _ = out.flush();
+}
+
+// ---------------------------------------------------------------------------------------------
+// run
+
+fn run(args: &RunArgs) -> Result<(), Failure> {
+    let scenario = parse::load(&args.scenario)?;
+    let profiles = if args.profiles.is_empty() {
+        scenario.profiles.clone()
+    } else {
+        once_each(&args.profiles, "--profile")?
+    };
+    let variants: Vec<Option<String>> = if args.variants.is_empty() {
+        all_variants(&scenario)
+    } else {
+        once_each(&args.variants, "--variant")?
+            .into_iter()
+            .map(Some)
+            .collect()
+    };
+    let sets = args
+        .sets
+        .iter()
+        .map(|s| parse::parse_set(s))
+        .collect::<Result<Vec<_>, _>>()?;
+    if let Some(json) = &args.json {
+        output::check_writable_dir(json)?;
+    }
+    // every input error surfaces before the first (possibly long) run starts
+    let specs = resolve_all(
+        &scenario, &profiles, &variants, &sets, args.seed, args.check,
+    )?;
+    let runs = run_all(&scenario, &specs)?;
+    if let Some(json) = &args.json {
+        let document = output::document(&scenario, &runs).map_err(|m| json_error(json, m))?;
+        output::write_atomically(json, &document)?;
+    }
+    let mut text = header(&scenario, args.seed, &sets);
+    text.push_str(&table::render(&table::comparison(&scenario, &runs)));
+    print_stdout(&text);
+    Ok(())
+}
+
+fn json_error(path: &Path, message: String) -> Failure {
+    Failure::Input(InputError {
+        file: path.display().to_string(),
+        key: String::new(),
+        message: format!("cannot encode JSON: {message}"),
+    })
+}
+
+/// The values of a repeatable flag, refusing repeats (they would only duplicate columns).
+fn once_each(values: &[String], flag: &str) -> Result<Vec<String>, InputError> {
+    let mut seen = Vec::new();
+    for v in values {
+        if seen.contains(v) {
+            return Err(InputError {
+                file: flag.to_string(),
+                key: v.clone(),
+                message: "expected each value once, found it twice".into(),
+            });
+        }
+        seen.push(v.clone());
+    }
+    Ok(seen)
+}
+
+/// Every variant the scenario defines, or one run without a variant when it defines none.
+fn all_variants(scenario: &Scenario) -> Vec<Option<String>> {
+    if scenario.variants.is_empty() {
+        vec![None]
+    } else {
+        scenario
+            .variants
+            .iter()
+            .map(|v| Some(v.name.clone()))
+            .collect()
+    }
+}
+
+fn resolve_all(
+    scenario: &Scenario,
+    profiles: &[String],
+    variants: &[Option<String>],
+    sets: &[(String, String)],
+    seed: u64,
+    check: bool,
+) -> Result<Vec<RunSpec>, InputError> {
+    let mut specs = Vec::new();
+    for profile in profiles {
+        for variant in variants {
+            specs.push(parse::resolve(
+                scenario,
+                profile,
+                variant.as_deref(),
+                sets,
+                seed,
+                check,
+            )?);
+        }
+    }
+    Ok(specs)
+}
+
+fn run_all(scenario: &Scenario, specs: &[RunSpec]) -> Result<Vec<RunResult>, Failure> {
+    let mut runs = Vec::with_capacity(specs.len());
+    for (index, spec) in specs.iter().enumerate() {
+        let label = match &spec.variant {
+            Some(v) => format!("{} {}/{v}", scenario.name, spec.profile.name),
+            None => format!("{} {}", scenario.name, spec.profile.name),
+        };
+        let mut bar = progress::Progress::new(format!("[{}/{}] {label}", index + 1, specs.len()));
+        let result = foliosim::run(spec, &mut |fraction| bar.update(fraction));
+        bar.finish();
+        match result {
+            Ok(r) => runs.push(r),
+            Err(RunError::Input(e)) => return Err(Failure::Input(e)),
+            Err(e @ RunError::Check(_)) => {
+                return Err(Failure::Check(format!(
+                    "{}: {label} seed {}: {e}",
+                    scenario.file, spec.seed
+                )))
+            }
+        }
+    }
+    Ok(runs)
+}
+
+/// `foliosim 0.1.0  scenario usemem-small  seed 1` (and the overrides, if any).
+fn header(scenario: &Scenario, seed: u64, sets: &[(String, String)]) -> String {
+    let mut line = format!(
+        "foliosim {}  scenario {}  seed {seed}",
+        foliosim::VERSION,
+        scenario.name
+    );
+    if !sets.is_empty() {
+        let sets: Vec<String> = sets.iter().map(|(p, v)| format!("{p}={v}")).collect();
+        line.push_str(&format!("  set {}", sets.join(" ")));
+    }
+    line.push_str("\n\n");
+    line
+}
+
+// ---------------------------------------------------------------------------------------------
+// reproduce
+
+fn reproduce(args: &ReproduceArgs) -> Result<(), Failure> {
+    let files = match &args.name {
+        Some(name) => vec![find_bundled(name)?],
+        None => {
+            let mut with_published = Vec::new();
+            for path in bundled_scenarios() {
+                let scenario = parse::load(&path)?;
+                if scenario
+                    .published
+                    .as_object()
+                    .is_some_and(|o| !o.is_empty())
+                {
+                    with_published.push(path);
+                }
+            }
+            with_published
+        }
+    };
+    if files.is_empty() {
+        print_stdout("no bundled scenario has a [published] table\n");
+        return Ok(());
+    }
+    if let Some(json) = &args.json {
+        output::check_writable_dir(json)?;
+    }
+    let mut text = String::new();
+    let mut documents = Vec::new();
+    for path in &files {
+        let scenario = parse::load(path)?;
+        let specs = resolve_all(
+            &scenario,
+            &scenario.profiles,
+            &all_variants(&scenario),
+            &[],
+            args.seed,
+            args.check,
+        )?;
+        let runs = run_all(&scenario, &specs)?;
+        if let Some(json) = &args.json {
+            documents.push(output::document(&scenario, &runs).map_err(|m| json_error(json, m))?);
+        }
+        if !text.is_empty() {
+            text.push('\n');
+        }
+        text.push_str(&header(&scenario, args.seed, &[]));
+        text.push_str(&table::render(&table::comparison(&scenario, &runs)));
+        text.push_str("published:\n");
+        let published =
+            serde_json::to_string_pretty(&scenario.published).unwrap_or_else(|_| "null".into());
+        for line in published.lines() {
+            text.push_str(&format!("  {line}\n"));
+        }
+    }
+    if let Some(json) = &args.json {
+        // one scenario: the same document as `run`; several: an array of them
+        let body = if args.name.is_some() && documents.len() == 1 {
+            documents.remove(0)
+        } else {
+            output::array(&documents)
+        };
+        output::write_atomically(json, &body)?;
+    }
+    print_stdout(&text);
+    Ok(())
+}
+
+/// Where bundled scenarios live: `./scenarios`, else the repository this binary was built from.
+fn scenario_dir() -> Option<PathBuf> {
+    let candidates = [
+        PathBuf::from("scenarios"),
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scenarios"),
+    ];
+    candidates.into_iter().find(|d| d.is_dir())
+}
+
+/// Every `*.toml` in the scenario directory, sorted by name.
+fn bundled_scenarios() -> Vec<PathBuf> {
+    let Some(dir) = scenario_dir() else {
+        return Vec::new();
+    };
+    let Ok(entries) = std::fs::read_dir(&dir) else {
+        return Vec::new();
+    };
+    let mut files: Vec<PathBuf> = entries
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "toml") && p.is_file())
+        .collect();
+    files.sort();
+    files
+}
+
+fn scenario_name(path: &Path) -> String {
+    path.file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default()
+}
+
+fn find_bundled(name: &str) -> Result<PathBuf, InputError> {
+    let files = bundled_scenarios();
+    if let Some(path) = files.iter().find(|p| scenario_name(p) == name) {
+        return Ok(path.clone());
+    }
+    let names: Vec<String> = files.iter().map(|p| scenario_name(p)).collect();
+    Err(InputError {
+        file: "reproduce".into(),
+        key: name.into(),
+        message: if names.is_empty() {
+            "expected a bundled scenario, but no scenarios/ directory was found".into()
+        } else {
+            format!("expected a bundled scenario, one of {}", names.join(", "))
+        },
+    })
+}
+
+// ---------------------------------------------------------------------------------------------
+// list
+
+fn list() {
+    let mut text = String::new();
+    match scenario_dir() {
+        Some(dir) => text.push_str(&format!("scenarios ({}):\n", dir.display())),
+        None => text.push_str("scenarios: none found (no ./scenarios directory)\n"),
+    }
+    let rows: Vec<(String, String)> = bundled_scenarios()
+        .iter()
+        .map(|path| {
+            let about = match parse::load(path) {
+                Ok(s) => s.description,
+                Err(e) => format!("(invalid: {})", one_line(&e.to_string())),
+            };
+            (scenario_name(path), about)
+        })
+        .collect();
+    push_aligned(&mut text, &rows);
+
+    text.push_str("\nprofiles:\n");
+    text.push_str(&format!("  {}\n", BASE_PROFILES.join("  ")));
+    text.push_str("\nfeatures (add to a profile with +, e.g. v6.12+migrc):\n");
+    let features: Vec<(String, String)> = FEATURES
+        .iter()
+        .map(|(name, about)| (format!("+{name}"), about.to_string()))
+        .collect();
+    push_aligned(&mut text, &features);
+
+    text.push_str("\nhardware profiles ([machine] hardware):\n");
+    text.push_str(&format!(
+        "  {}\n",
+        parse::hardware_profile_names().join("  ")
+    ));
+
+    text.push_str("\nknobs (--set PATH=VALUE, or [knobs] in a scenario):\n");
+    push_aligned(&mut text, &knob_table());
+    print_stdout(&text);
+}
+
+/// Two columns, the first padded to its widest entry.
+fn push_aligned(text: &mut String, rows: &[(String, String)]) {
+    let width = rows
+        .iter()
+        .map(|(a, _)| a.chars().count())
+        .max()
+        .unwrap_or(0);
+    for (a, b) in rows {
+        text.push_str(&format!("  {a:width$}  {b}").trim_end().to_string());
+        text.push('\n');
+    }
+}

@@ -1,0 +1,424 @@
+//! End-to-end tests of the `foliosim` binary: input errors (exit 2, one line naming the file and
+//! the key, no --json file left behind), usage, and, with a working engine, determinism.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::atomic::{AtomicU32, Ordering};
+
+fn foliosim() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_foliosim"))
+}
+
+/// A directory under the system temp dir, unique per test, removed on drop.
+struct TempDir(PathBuf);
+
+impl TempDir {
+    fn new(tag: &str) -> TempDir {
+        static NEXT: AtomicU32 = AtomicU32::new(0);
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.subsec_nanos());
+        let dir = std::env::temp_dir().join(format!(
+            "foliosim-cli-{tag}-{}-{}-{nanos}",
+            std::process::id(),
+            NEXT.fetch_add(1, Ordering::Relaxed)
+        ));
+        std::fs::create_dir_all(&dir).unwrap();
+        TempDir(dir)
+    }
+
+    fn write(&self, name: &str, text: &str) -> PathBuf {
+        let path = self.0.join(name);
+        std::fs::write(&path, text).unwrap();
+        path
+    }
+
+    fn path(&self, name: &str) -> PathBuf {
+        self.0.join(name)
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// A small valid scenario; tests change one thing in it.
+const VALID: &str = r#"
+name = "cli-test"
+profiles = ["v6.12"]
+
+[machine]
+[[machine.node]]
+memory = "1G"
+cpus = 2
+
+[[swap]]
+name = "ram0"
+kind = "brd"
+size = "256M"
+
+[[cgroup]]
+name = "bench"
+"memory.max" = "64M"
+
+[knobs]
+"/sys/kernel/mm/transparent_hugepage/enabled" = "never"
+
+[[task]]
+name = "usemem"
+cgroup = "bench"
+generator = "usemem"
+processes = 2
+size = "16M"
+"#;
+
+fn stderr_of(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+/// Runs `foliosim run FILE ARGS... --json OUT` and checks the input-error contract: exit 2, one
+/// line `foliosim: FILE: KEY: ...` containing each of `needles`, and no output file.
+fn expect_input_error(dir: &TempDir, scenario: &Path, extra: &[&str], needles: &[&str]) -> String {
+    let json = dir.path("out.json");
+    let out = foliosim()
+        .arg("run")
+        .arg(scenario)
+        .args(extra)
+        .arg("--json")
+        .arg(&json)
+        .output()
+        .unwrap();
+    let stderr = stderr_of(&out);
+    assert_eq!(out.status.code(), Some(2), "stderr: {stderr}");
+    assert_eq!(stderr.lines().count(), 1, "one line expected: {stderr}");
+    assert!(stderr.starts_with("foliosim: "), "{stderr}");
+    for needle in needles {
+        assert!(stderr.contains(needle), "{needle:?} missing from: {stderr}");
+    }
+    assert!(!json.exists(), "no --json output on error");
+    assert!(!dir.path("out.json.tmp").exists(), "no temporary file left");
+    assert!(out.stdout.is_empty(), "nothing on stdout on error");
+    stderr
+}
+
+#[test]
+fn nonexistent_file() {
+    let dir = TempDir::new("missing");
+    let missing = dir.path("nope.toml");
+    let name = missing.display().to_string();
+    expect_input_error(
+        &dir,
+        &missing,
+        &[],
+        &[&name, "cannot read: No such file or directory"],
+    );
+}
+
+#[test]
+fn bad_toml() {
+    let dir = TempDir::new("syntax");
+    let file = dir.write("bad.toml", "name = \"x\"\n[machine\ncpus = 1\n");
+    let name = file.display().to_string();
+    expect_input_error(&dir, &file, &[], &[&name, "line 2", "TOML syntax error"]);
+}
+
+#[test]
+fn unknown_key() {
+    let dir = TempDir::new("unknown-key");
+    let file = dir.write("s.toml", &VALID.replace("size = \"16M\"", "sise = \"16M\""));
+    let name = file.display().to_string();
+    expect_input_error(
+        &dir,
+        &file,
+        &[],
+        &[
+            &format!("{name}: task[0].sise: unknown key"),
+            "processes, size",
+        ],
+    );
+}
+
+#[test]
+fn unknown_knob_path_in_file() {
+    let dir = TempDir::new("knob-file");
+    let file = dir.write(
+        "s.toml",
+        &VALID.replace(
+            "transparent_hugepage/enabled\"",
+            "transparent_hugepage/enable\"",
+        ),
+    );
+    let name = file.display().to_string();
+    expect_input_error(
+        &dir,
+        &file,
+        &[],
+        &[
+            &format!("{name}: knobs./sys/kernel/mm/transparent_hugepage/enable: "),
+            "unknown knob",
+        ],
+    );
+}
+
+#[test]
+fn invalid_knob_value_names_the_expected_values() {
+    let dir = TempDir::new("knob-value");
+    let file = dir.write("s.toml", &VALID.replace("= \"never\"", "= \"sometimes\""));
+    let name = file.display().to_string();
+    expect_input_error(
+        &dir,
+        &file,
+        &[],
+        &[
+            &format!("{name}: knobs./sys/kernel/mm/transparent_hugepage/enabled: "),
+            "always|madvise|never",
+        ],
+    );
+}
+
+#[test]
+fn unknown_knob_via_set() {
+    let dir = TempDir::new("knob-set");
+    let file = dir.write("s.toml", VALID);
+    expect_input_error(
+        &dir,
+        &file,
+        &["--set", "/proc/sys/vm/swapiness=100"],
+        &["foliosim: --set: /proc/sys/vm/swapiness: unknown knob"],
+    );
+    // a known knob with a bad value, and a memory.max for a cgroup the scenario lacks
+    expect_input_error(
+        &dir,
+        &file,
+        &["--set", "/proc/sys/vm/swappiness=300"],
+        &["--set: /proc/sys/vm/swappiness: ", "0..=200"],
+    );
+    expect_input_error(
+        &dir,
+        &file,
+        &["--set", "other/memory.max=1G"],
+        &["--set: other/memory.max: ", "bench"],
+    );
+}
+
+#[test]
+fn negative_size() {
+    let dir = TempDir::new("negative");
+    let file = dir.write(
+        "s.toml",
+        &VALID.replace("size = \"256M\"", "size = \"-256M\""),
+    );
+    let name = file.display().to_string();
+    expect_input_error(&dir, &file, &[], &[&format!("{name}: swap[0].size: ")]);
+    let file = dir.write("t.toml", &VALID.replace("size = \"16M\"", "size = -16"));
+    let name = file.display().to_string();
+    expect_input_error(&dir, &file, &[], &[&format!("{name}: task[0].size: ")]);
+}
+
+#[test]
+fn memcg_limit_larger_than_memory() {
+    let dir = TempDir::new("memcg");
+    let file = dir.write(
+        "s.toml",
+        &VALID.replace("\"memory.max\" = \"64M\"", "\"memory.max\" = \"2G\""),
+    );
+    let name = file.display().to_string();
+    expect_input_error(
+        &dir,
+        &file,
+        &[],
+        &[&format!("{name}: cgroup[0].memory.max: "), "1 GiB"],
+    );
+    // the same through --set
+    let file = dir.write("ok.toml", VALID);
+    expect_input_error(
+        &dir,
+        &file,
+        &["--set", "memory.max=2G"],
+        &["--set: memory.max: ", "1 GiB"],
+    );
+}
+
+#[test]
+fn swap_device_of_zero_bytes() {
+    let dir = TempDir::new("swap0");
+    let file = dir.write("s.toml", &VALID.replace("size = \"256M\"", "size = \"0\""));
+    let name = file.display().to_string();
+    expect_input_error(
+        &dir,
+        &file,
+        &[],
+        &[&format!("{name}: swap[0].size: "), "greater than 0"],
+    );
+}
+
+#[test]
+fn unknown_profile() {
+    let dir = TempDir::new("profile");
+    let file = dir.write("s.toml", &VALID.replace("[\"v6.12\"]", "[\"v6.13\"]"));
+    let name = file.display().to_string();
+    expect_input_error(
+        &dir,
+        &file,
+        &[],
+        &[&format!("{name}: profiles[0]: "), "v6.9|v6.10|v6.12|v6.18"],
+    );
+    let file = dir.write("ok.toml", VALID);
+    expect_input_error(
+        &dir,
+        &file,
+        &["--profile", "v6.12+migrc+nope"],
+        &["--profile: v6.12+migrc+nope: ", "+migrc"],
+    );
+}
+
+#[test]
+fn unknown_variant() {
+    let dir = TempDir::new("variant");
+    let file = dir.write("s.toml", VALID);
+    expect_input_error(
+        &dir,
+        &file,
+        &["--variant", "64K"],
+        &["--variant: 64K: ", "no [[variant]]"],
+    );
+}
+
+#[test]
+fn usage_errors_exit_2_with_usage() {
+    for args in [
+        vec![],
+        vec!["frobnicate"],
+        vec!["run"],
+        vec!["run", "x.toml", "--bogus"],
+        vec!["run", "x.toml", "--seed"],
+    ] {
+        let out = foliosim().args(&args).output().unwrap();
+        let stderr = stderr_of(&out);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(stderr.contains("usage: foliosim run"), "{args:?}: {stderr}");
+    }
+    let out = foliosim()
+        .args(["run", "x.toml", "--seed", "many"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr_of(&out).contains("--seed: many: expected an unsigned integer"));
+}
+
+#[test]
+fn help_exits_0() {
+    let out = foliosim().arg("--help").output().unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("usage: foliosim run"));
+}
+
+#[test]
+fn list_shows_scenarios_profiles_and_knobs() {
+    let out = foliosim().arg("list").output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    for needle in [
+        "usemem-small",
+        "v6.10",
+        "+thp_zero_split",
+        "/sys/kernel/mm/transparent_hugepage/hugepages-64kB/enabled",
+        "/proc/sys/vm/swappiness",
+        "(default 60)",
+    ] {
+        assert!(
+            stdout.contains(needle),
+            "{needle:?} missing from list:\n{stdout}"
+        );
+    }
+}
+
+fn bundled(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../scenarios")
+        .join(name)
+}
+
+// ---- The tests below run the simulation engine. ----
+
+#[test]
+fn run_prints_a_column_per_run_and_writes_json() {
+    let dir = TempDir::new("run");
+    let file = dir.write("s.toml", VALID);
+    let json = dir.path("out.json");
+    let out = foliosim()
+        .arg("run")
+        .arg(&file)
+        .args([
+            "--profile",
+            "v6.9",
+            "--profile",
+            "v6.18",
+            "--check",
+            "--json",
+        ])
+        .arg(&json)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.starts_with("foliosim "), "{stdout}");
+    assert!(stdout.contains("scenario cli-test") && stdout.contains("seed 1"));
+    assert!(
+        stdout.contains("v6.9") && stdout.contains("v6.18"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("usemem throughput_kbps"), "{stdout}");
+    assert!(stdout.contains("pswpout"), "{stdout}");
+    let text = std::fs::read_to_string(&json).unwrap();
+    assert!(text.ends_with("}\n"));
+    assert!(!dir.path("out.json.tmp").exists());
+    let doc: serde_json::Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(doc["foliosim_version"], env!("CARGO_PKG_VERSION"));
+    assert_eq!(doc["scenario"], "cli-test");
+    assert_eq!(doc["runs"].as_array().unwrap().len(), 2);
+    assert_eq!(doc["runs"][0]["profile"], "v6.9");
+    assert_eq!(doc["runs"][0]["variant"], serde_json::Value::Null);
+    assert_eq!(doc["runs"][0]["seed"], 1);
+    // key order as DESIGN.md shows it
+    let order: Vec<usize> = [
+        "\"foliosim_version\"",
+        "\"scenario\"",
+        "\"runs\"",
+        "\"published\"",
+    ]
+    .iter()
+    .map(|k| text.find(k).unwrap())
+    .collect();
+    assert!(order.windows(2).all(|w| w[0] < w[1]), "{order:?}");
+}
+
+#[test]
+fn usemem_small_is_deterministic_under_check() {
+    let dir = TempDir::new("determinism");
+    let scenario = bundled("usemem-small.toml");
+    let mut outputs = Vec::new();
+    for i in 0..2 {
+        let json = dir.path(&format!("run{i}.json"));
+        let out = foliosim()
+            .arg("run")
+            .arg(&scenario)
+            .arg("--check")
+            .arg("--json")
+            .arg(&json)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+        outputs.push((std::fs::read(&json).unwrap(), out.stdout));
+    }
+    assert!(outputs[0].0 == outputs[1].0, "JSON differs between runs");
+    assert_eq!(outputs[0].1, outputs[1].1, "table differs between runs");
+    let doc: serde_json::Value = serde_json::from_slice(&outputs[0].0).unwrap();
+    let runs = doc["runs"].as_array().unwrap();
+    // 4 default profiles x variants 4K and 64K
+    assert_eq!(runs.len(), 8);
+    assert_eq!(runs[0]["variant"], "4K");
+    assert_eq!(runs[1]["variant"], "64K");
+}

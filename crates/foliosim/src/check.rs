@@ -1,0 +1,136 @@
+//! The invariant checker (`--check`, always on in tests). It reads the kernel's state and never
+//! changes it:
+//! - pages are conserved per node: free pages plus pages in folios equal the node's pages;
+//! - every swap slot's count equals its swap PTEs, and its cache bit matches the swap cache;
+//! - every folio is on at most one LRU list, and a folio flagged PG_lru is on one;
+//! - no present PTE points into a free page, and mapcounts equal the PTEs that map each folio.
+
+use crate::mm::folio::{pg, NIL};
+use crate::mm::pagetable as pt;
+use crate::mm::swapfile::SWAP_HAS_CACHE;
+use crate::mm::Kernel;
+
+pub fn check(k: &Kernel) -> Vec<String> {
+    let mut out = Vec::new();
+    let nr_pages = k.mem.pages.len();
+
+    // Pages per node.
+    for (n, z) in k.zones.iter().enumerate() {
+        let mut in_use = 0u64;
+        for pfn in z.start_pfn as usize..z.start_pfn as usize + z.nr_pages as usize {
+            let p = &k.mem.pages[pfn];
+            if p.test(pg::HEAD) {
+                in_use += 1u64 << p.order();
+            }
+        }
+        if in_use + z.nr_free_pages() != z.managed_pages() {
+            out.push(format!(
+                "node {n}: {in_use} pages in folios + {} free != {} pages",
+                z.nr_free_pages(),
+                z.managed_pages()
+            ));
+        }
+        z.check(&k.mem, &mut out);
+    }
+
+    // LRU membership.
+    let mut on_lru = vec![false; nr_pages];
+    for (lv, vec) in k.lruvecs.iter().enumerate() {
+        for (l, list) in vec.lists.iter().enumerate() {
+            let (mut f, mut n, mut pages) = (list.head, 0u64, 0u64);
+            while f != NIL {
+                if on_lru[f as usize] {
+                    out.push(format!(
+                        "folio {f} is on more than one LRU list (lruvec {lv} list {l})"
+                    ));
+                    break;
+                }
+                on_lru[f as usize] = true;
+                if !k.mem.test(f, pg::LRU) || !k.mem.test(f, pg::HEAD) {
+                    out.push(format!(
+                        "folio {f} on lruvec {lv} list {l} lacks PG_lru or is not a folio"
+                    ));
+                }
+                n += 1;
+                pages += k.mem.nr_pages(f) as u64;
+                f = k.mem.pages[f as usize].lru_next;
+            }
+            if n != list.nr_folios || pages != list.nr_pages {
+                out.push(format!(
+                    "lruvec {lv} list {l}: counted {n} folios/{pages} pages, recorded {}/{}",
+                    list.nr_folios, list.nr_pages
+                ));
+            }
+        }
+    }
+    for (pfn, p) in k.mem.pages.iter().enumerate() {
+        if p.test(pg::LRU) && !on_lru[pfn] {
+            out.push(format!("folio {pfn} has PG_lru but is on no list"));
+        }
+    }
+
+    // Page tables against folios and swap.
+    let mut mapcount = vec![0u32; nr_pages];
+    let mut swap_refs: Vec<Vec<u8>> = k.swap.iter().map(|s| vec![0u8; s.max as usize]).collect();
+    for (mi, mm) in k.mms.iter().enumerate() {
+        for v in &mm.vmas {
+            for (i, &pte) in v.ptes.iter().enumerate() {
+                if pt::is_present(pte) {
+                    let pfn = pt::pfn(pte) as usize;
+                    let head = k.mem.head_of(pfn as u32) as usize;
+                    if !k.mem.pages[head].test(pg::HEAD) {
+                        out.push(format!(
+                            "mm {mi} vpn {} maps freed page {pfn}",
+                            v.start + i as u32
+                        ));
+                        continue;
+                    }
+                    mapcount[head] += 1;
+                } else if pt::is_swap(pte) {
+                    let (d, o) = (pt::swap_device(pte) as usize, pt::swap_offset(pte) as usize);
+                    swap_refs[d][o] = swap_refs[d][o].saturating_add(1);
+                }
+            }
+        }
+    }
+    for (pfn, p) in k.mem.pages.iter().enumerate() {
+        if p.test(pg::HEAD) && k.mem.mapcount(pfn as u32) != mapcount[pfn] {
+            out.push(format!(
+                "folio {pfn}: mapcount {} but {} PTEs map it",
+                k.mem.mapcount(pfn as u32),
+                mapcount[pfn]
+            ));
+        }
+    }
+    for (d, si) in k.swap.iter().enumerate() {
+        for off in 1..si.max as usize {
+            let m = si.swap_map[off];
+            if m & 0x3f != swap_refs[d][off] {
+                out.push(format!(
+                    "swap {} slot {off}: count {} but {} swap PTEs",
+                    si.name,
+                    m & 0x3f,
+                    swap_refs[d][off]
+                ));
+            }
+            let cached = si.cache[off] != NIL;
+            if cached != (m & SWAP_HAS_CACHE != 0) {
+                out.push(format!(
+                    "swap {} slot {off}: SWAP_HAS_CACHE {} but swap cache {}",
+                    si.name,
+                    m & SWAP_HAS_CACHE != 0,
+                    cached
+                ));
+            }
+        }
+        let used = si.swap_map[1..].iter().filter(|&&m| m != 0).count() as u64;
+        if used != si.inuse_pages {
+            out.push(format!(
+                "swap {}: {used} slots in use but inuse_pages {}",
+                si.name, si.inuse_pages
+            ));
+        }
+    }
+    out.truncate(50);
+    out
+}

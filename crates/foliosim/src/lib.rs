@@ -1,0 +1,45 @@
+//! foliosim: a deterministic simulator of the Linux kernel memory manager.
+//! See DESIGN.md in the repository for the architecture.
+
+pub mod check;
+pub mod machine;
+pub mod mm;
+pub mod scenario;
+pub mod sim;
+pub mod stats;
+pub mod workload;
+
+pub use scenario::{InputError, RunSpec, Scenario};
+pub use stats::result::RunResult;
+
+pub const VERSION: &str = env!("CARGO_PKG_VERSION");
+
+/// Runs one (scenario, profile, variant, seed). `progress` is called with the fraction done.
+/// Returns Err only for input the scenario validation could not catch (e.g. a task that names a
+/// region it never mapped); invariant violations under `check` are reported as `SimFailure`.
+pub fn run(spec: &RunSpec, progress: &mut dyn FnMut(f64)) -> Result<RunResult, RunError> {
+    mm::Kernel::boot(spec)?.run(progress)
+}
+
+#[derive(Debug)]
+pub enum RunError {
+    /// Bad input discovered at run time: exit status 2.
+    Input(InputError),
+    /// The invariant checker found a broken invariant: a simulator bug.
+    Check(Vec<String>),
+}
+
+impl std::fmt::Display for RunError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            RunError::Input(e) => write!(f, "{e}"),
+            RunError::Check(v) => write!(f, "invariant check failed:\n  {}", v.join("\n  ")),
+        }
+    }
+}
+
+impl From<InputError> for RunError {
+    fn from(e: InputError) -> Self {
+        RunError::Input(e)
+    }
+}

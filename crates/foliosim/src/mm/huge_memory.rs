@@ -1,0 +1,109 @@
+//! Splitting large anonymous folios.
+//!
+//! Models mm/huge_memory.c split_huge_page_to_list_to_order (to order 0) for anonymous folios
+//! (v6.9–v6.18): a PMD mapping is split first, the folio is unmapped with one batched TLB flush,
+//! each page becomes an order-0 folio inheriting the flags, memcg and swap-cache entry, and the
+//! new folios follow the head on its LRU list or on the caller's isolated list. Counters:
+//! thp_split_page counts every large folio before v6.12 and only PMD-sized ones from v6.12, when
+//! the per-size `split` counter took over. Left out: splitting to non-zero orders, file folios,
+//! the deferred-split shrinker and zero-subpage handling (added with the zero-subpage work).
+
+use super::folio::{pg, FolioId};
+use super::pagetable::{self as pt};
+use super::Kernel;
+use crate::scenario::knobs::PMD_ORDER;
+use crate::scenario::profile::Kernel as Gen;
+use crate::stats::{Mthp, Vm};
+
+/// Flags a subpage inherits from the head when a folio is split.
+const INHERITED: u16 = pg::SWAPBACKED | pg::DIRTY | pg::ACTIVE | pg::REFERENCED | pg::SWAPCACHE;
+
+impl Kernel {
+    /// Splits `folio` into order-0 folios. When the folio is isolated (not on an LRU list) the new
+    /// folios are appended to `list`; otherwise they join the head's LRU list. Returns false when
+    /// the folio cannot be split.
+    pub fn split_folio_to_list(&mut self, folio: FolioId, list: &mut Vec<FolioId>) -> bool {
+        let order = self.mem.order(folio);
+        debug_assert!(order > 0);
+        let nr = 1u32 << order;
+
+        // Unmap (PMD split, then all PTEs) and flush once; the same PTEs are restored afterwards.
+        let mut mappings = Vec::new();
+        let av = self.mem.anon_vma(folio) as usize;
+        let index = self.mem.index(folio);
+        for &mm in &self.anon_vmas[av].mms {
+            if let Some(vi) = self.mms[mm as usize].find_vma(index) {
+                mappings.push((mm, vi));
+            }
+        }
+        let mut mapcounts = vec![0u8; nr as usize];
+        let mut pte_updates = 0u64;
+        for &(mm, vi) in &mappings {
+            let v = &mut self.mms[mm as usize].vmas[vi];
+            let from = (index - v.start) as usize;
+            let upto = (from + nr as usize).min(v.ptes.len());
+            let mut pmd = false;
+            let mut writable = false;
+            for p in &mut v.ptes[from..upto] {
+                if pt::is_present(*p) && (folio..folio + nr).contains(&pt::pfn(*p)) {
+                    pmd |= *p & pt::PMD != 0;
+                    writable |= *p & pt::WRITE != 0;
+                    *p &= !pt::PMD;
+                    mapcounts[(pt::pfn(*p) - folio) as usize] += 1;
+                    pte_updates += 2;
+                }
+            }
+            if pmd {
+                self.stat.count(Vm::ThpSplitPmd, 1);
+            }
+            if pte_updates > 0 {
+                self.set_tlb_ubc_flush_pending(mm, writable);
+            }
+        }
+        self.try_to_unmap_flush();
+
+        let head = self.mem.pages[folio as usize];
+        let inherited = head.flags & INHERITED;
+        let (memcg, anon_vma) = (self.mem.memcg(folio), self.mem.anon_vma(folio));
+        let on_lru = head.test(pg::LRU);
+        if on_lru {
+            self.lruvec_del_folio(folio);
+        }
+        let swap = self
+            .mem
+            .test(folio, pg::SWAPCACHE)
+            .then(|| self.folio_swap_entry(folio));
+        for i in 0..nr {
+            let page = folio + i;
+            let content = self.mem.pages[page as usize].content;
+            self.mem.prep_folio(page, 0, anon_vma, memcg, index + i);
+            let p = &mut self.mem.pages[page as usize];
+            p.flags |= inherited;
+            p.content = content;
+            p.mapcount0 = mapcounts[i as usize];
+            if let Some((dev, off)) = swap {
+                self.set_folio_swap_entry(page, dev, off + i);
+            }
+        }
+        if on_lru {
+            // The head goes back first so the tails follow it, as lru_add_split_folio does.
+            for i in 0..nr {
+                self.folio_add_lru(folio + i);
+            }
+        } else {
+            list.extend((1..nr).map(|i| folio + i));
+        }
+        self.charge_time(
+            nr as u64 * self.hw.split_subpage_ns + pte_updates * self.hw.pte_update_ns,
+        );
+        if self.profile_kernel() >= Gen::V6_12 {
+            self.stat.count_mthp(order, Mthp::SplitCount);
+            if order as usize == PMD_ORDER {
+                self.stat.count(Vm::ThpSplitPage, 1);
+            }
+        } else {
+            self.stat.count(Vm::ThpSplitPage, 1);
+        }
+        true
+    }
+}

@@ -1,0 +1,77 @@
+//! MADV_COLD and MADV_PAGEOUT on anonymous memory.
+//!
+//! Models mm/madvise.c madvise_cold_or_pageout_pte_range (v6.9–v6.18): only folios this mm maps
+//! exclusively; their young bits are cleared; COLD moves them to the inactive list, PAGEOUT
+//! isolates them and reclaims them at once without looking at references (reclaim_pages). A
+//! large folio is split first unless it lies wholly in the range and is PMD-mapped (all
+//! generations) or, from v6.10, PTE-mapped. Left out: file folios, the per-PMD batching of the
+//! reclaim and the lazyfree (MADV_FREE) path.
+
+use super::folio::{pg, FolioId};
+use super::pagetable::{self as pt};
+use super::Kernel;
+use crate::scenario::profile::Kernel as Gen;
+
+impl Kernel {
+    pub fn madvise_cold_or_pageout(
+        &mut self,
+        mm: u32,
+        vi: usize,
+        from: u32,
+        to: u32,
+        pageout: bool,
+    ) {
+        let mut list: Vec<FolioId> = Vec::new();
+        let mut i = from;
+        while i < to {
+            let pte = self.mms[mm as usize].vmas[vi].ptes[i as usize];
+            if !pt::is_present(pte) {
+                i += 1;
+                continue;
+            }
+            let folio = self.mem.head_of(pt::pfn(pte));
+            let nr = self.mem.nr_pages(folio);
+            let vma_start = self.mms[mm as usize].vmas[vi].start;
+            let first = self.mem.index(folio) - vma_start;
+            if nr > 1 {
+                let whole = first >= from
+                    && first + nr <= to
+                    && self.folio_pte_batch(mm, vi, first, first + nr, folio) == nr;
+                let keep_whole =
+                    whole && (pte & pt::PMD != 0 || self.profile_kernel() >= Gen::V6_10);
+                if !keep_whole {
+                    if self.mem.mapcount(folio) > nr || self.mem.test(folio, pg::SWAPCACHE) {
+                        i += 1;
+                        continue;
+                    }
+                    let mut tails = Vec::new();
+                    self.split_folio_to_list(folio, &mut tails);
+                    // Look at the same PTE again: it now maps a small folio.
+                    continue;
+                }
+            }
+            if self.mem.mapcount(folio) > nr {
+                i = first + nr;
+                continue;
+            }
+            for p in &mut self.mms[mm as usize].vmas[vi].ptes[first as usize..(first + nr) as usize]
+            {
+                *p &= !pt::YOUNG;
+            }
+            if self.mem.test(folio, pg::LRU) {
+                self.lruvec_del_folio(folio);
+                if pageout {
+                    list.push(folio);
+                } else {
+                    self.mem.clear(folio, pg::ACTIVE | pg::REFERENCED);
+                    self.stat.count(crate::stats::Vm::Pgdeactivate, nr as u64);
+                    self.folio_add_lru(folio);
+                }
+            }
+            i = first + nr;
+        }
+        if !list.is_empty() {
+            self.reclaim_pages(&mut list);
+        }
+    }
+}

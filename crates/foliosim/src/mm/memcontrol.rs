@@ -1,0 +1,108 @@
+//! Memory cgroups: charging with `memory.max`, reclaim of the cgroup's own LRUs when a charge would
+//! exceed it, and the memcg OOM killer.
+//!
+//! Models mm/memcontrol.c try_charge_memcg (v6.9–v6.18): a charge that cannot block fails at once;
+//! otherwise reclaim (try_to_free_mem_cgroup_pages) and retry, unconditionally while reclaim makes
+//! progress for orders up to PAGE_ALLOC_COSTLY_ORDER, else up to MAX_RECLAIM_RETRIES times, then OOM.
+//! Cgroups are flat under the root (id 0, unlimited). Left out: the per-CPU charge stock,
+//! memory.high/low/min protection, swap.max, kmem, and hierarchy beyond one level.
+
+use super::folio::FolioId;
+use super::memory::Gfp;
+use super::vmscan::MAX_RECLAIM_RETRIES;
+use super::Kernel;
+use crate::scenario::RunSpec;
+use crate::stats::Memcg;
+
+const PAGE_ALLOC_COSTLY_ORDER: u32 = 3;
+
+pub struct MemCgroup {
+    pub name: String,
+    pub max_pages: u64,
+    pub usage_pages: u64,
+    pub stat: [u64; Memcg::COUNT],
+}
+
+impl MemCgroup {
+    #[inline]
+    pub fn count(&mut self, item: Memcg, n: u64) {
+        self.stat[item as usize] += n;
+    }
+}
+
+/// The root cgroup (id 0) and the scenario's cgroups, with `memory.max` overrides applied.
+pub fn build(spec: &RunSpec) -> Vec<MemCgroup> {
+    let mut v = vec![MemCgroup {
+        name: "/".into(),
+        max_pages: u64::MAX,
+        usage_pages: 0,
+        stat: [0; Memcg::COUNT],
+    }];
+    for c in &spec.scenario.cgroups {
+        let mut max = c.memory_max_bytes;
+        for (name, value) in &spec.knobs.memory_max {
+            if name.as_deref().is_none_or(|n| n == c.name) {
+                max = *value;
+            }
+        }
+        v.push(MemCgroup {
+            name: c.name.clone(),
+            max_pages: max.map_or(u64::MAX, |b| b / super::PAGE_SIZE),
+            usage_pages: 0,
+            stat: [0; Memcg::COUNT],
+        });
+    }
+    v
+}
+
+impl Kernel {
+    /// mem_cgroup_charge: Err when the charge failed (the caller falls back or fails the fault).
+    pub fn mem_cgroup_charge(&mut self, folio: FolioId, memcg: u16, gfp: Gfp) -> Result<(), ()> {
+        let nr = self.mem.nr_pages(folio) as u64;
+        self.charge_time(self.hw.memcg_charge_ns);
+        self.try_charge(memcg, nr, gfp)
+    }
+
+    fn try_charge(&mut self, memcg: u16, nr: u64, gfp: Gfp) -> Result<(), ()> {
+        let mut retries = MAX_RECLAIM_RETRIES;
+        let mut oom_tried = false;
+        loop {
+            let cg = &mut self.memcgs[memcg as usize];
+            if cg.usage_pages + nr <= cg.max_pages {
+                cg.usage_pages += nr;
+                return Ok(());
+            }
+            cg.count(Memcg::MaxEvents, 1);
+            if !gfp.direct_reclaim {
+                return Err(());
+            }
+            let reclaimed = self.try_to_free_mem_cgroup_pages(memcg, nr);
+            let cg = &self.memcgs[memcg as usize];
+            if cg.usage_pages + nr <= cg.max_pages {
+                continue;
+            }
+            if reclaimed > 0 && nr <= 1 << PAGE_ALLOC_COSTLY_ORDER {
+                continue;
+            }
+            if retries > 0 {
+                retries -= 1;
+                continue;
+            }
+            if !gfp.retry || oom_tried {
+                return Err(());
+            }
+            // mem_cgroup_oom: kill the biggest task in the cgroup, then try again.
+            oom_tried = true;
+            if !self.out_of_memory(Some(memcg)) || !self.tasks[self.current as usize].is_running() {
+                return Err(());
+            }
+            retries = MAX_RECLAIM_RETRIES;
+        }
+    }
+
+    pub fn mem_cgroup_uncharge(&mut self, folio: FolioId) {
+        let memcg = self.mem.memcg(folio) as usize;
+        let nr = self.mem.nr_pages(folio) as u64;
+        self.memcgs[memcg].usage_pages -= nr;
+    }
+}

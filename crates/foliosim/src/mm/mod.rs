@@ -1,0 +1,308 @@
+//! The simulated kernel: one `Kernel` holds the machine's memory-management state, and the files
+//! of this module add its mechanisms, each named after the kernel file it models.
+
+pub mod folio;
+pub mod huge_memory;
+pub mod madvise;
+pub mod memcontrol;
+pub mod memory;
+pub mod oom_kill;
+pub mod page_alloc;
+pub mod pagetable;
+pub mod rmap;
+pub mod swap_device;
+pub mod swap_state;
+pub mod swapfile;
+pub mod vma;
+pub mod vmscan;
+
+use crate::machine::hw::HwCosts;
+use crate::scenario::{InputError, RunSpec, Tier};
+use crate::sim::rng::Rng;
+use crate::sim::{FifoServer, RunQueue};
+use crate::stats::VmStat;
+use crate::workload::task::Task;
+
+use folio::{MemMap, Pfn};
+use memcontrol::MemCgroup;
+use page_alloc::Zone;
+use swapfile::SwapInfo;
+use vma::{AnonVma, Mm};
+use vmscan::Lruvec;
+
+pub const PAGE_SIZE: u64 = 4096;
+/// Node ranges start on a max-order boundary so buddy blocks never straddle nodes.
+const NODE_ALIGN_PAGES: u64 = 1 << page_alloc::MAX_PAGE_ORDER;
+
+pub struct Node {
+    pub id: u32,
+    pub tier: Tier,
+    pub cpus: Vec<u32>,
+    pub kswapd: u32,
+    pub lru_lock: FifoServer,
+}
+
+pub struct Cpu {
+    pub node: u32,
+    pub busy: FifoServer,
+}
+
+pub struct Kernel {
+    pub spec: RunSpec,
+    pub hw: HwCosts,
+    pub mem: MemMap,
+    pub zones: Vec<Zone>,
+    pub nodes: Vec<Node>,
+    pub cpus: Vec<Cpu>,
+    pub memcgs: Vec<MemCgroup>,
+    /// One per (memcg, node): index `memcg * nodes + node`.
+    pub lruvecs: Vec<Lruvec>,
+    pub mms: Vec<Mm>,
+    pub anon_vmas: Vec<AnonVma>,
+    pub swap: Vec<SwapInfo>,
+    pub tasks: Vec<Task>,
+    pub runq: RunQueue,
+    pub stat: VmStat,
+    pub rng: Rng,
+    /// Clock of the task being run; mechanisms add their cost to it.
+    pub clock_ns: u64,
+    /// The task being run.
+    pub current: u32,
+    /// CPU the current task runs on.
+    pub current_cpu: u32,
+    /// PTEs cleared by try_to_unmap whose TLB entries are not flushed yet.
+    pub tlb_batch: rmap::TlbBatch,
+    /// Reused list of isolated folios, so reclaim does not allocate.
+    pub reclaim_scratch: Vec<folio::FolioId>,
+    /// Figures of generator iterations, in the order they ended.
+    pub iterations: Vec<serde_json::Map<String, serde_json::Value>>,
+}
+
+impl Kernel {
+    /// Builds the machine described by `spec`: nodes, zones and watermarks, memcgs, swap devices.
+    pub fn boot(spec: &RunSpec) -> Result<Kernel, InputError> {
+        let sc = &spec.scenario;
+        let hw = crate::machine::hw::profile(&sc.machine.hardware)
+            .ok_or_else(|| InputError {
+                file: sc.file.clone(),
+                key: "machine.hardware".into(),
+                message: format!(
+                    "expected one of {:?}, found {:?}",
+                    crate::machine::hw::profile_names(),
+                    sc.machine.hardware
+                ),
+            })?
+            .costs
+            .clone();
+
+        let mut node_ranges = Vec::new();
+        let mut next_pfn = 0u64;
+        for n in &sc.machine.nodes {
+            let pages = n.memory_bytes / PAGE_SIZE;
+            node_ranges.push((next_pfn, pages));
+            next_pfn += pages.div_ceil(NODE_ALIGN_PAGES) * NODE_ALIGN_PAGES;
+        }
+        if next_pfn > u32::MAX as u64 {
+            return Err(InputError {
+                file: sc.file.clone(),
+                key: "machine.node".into(),
+                message: "expected at most 16 TiB of memory in all".into(),
+            });
+        }
+        let mut mem = MemMap::new(next_pfn as usize);
+        let mut zones = Vec::new();
+        let mut nodes = Vec::new();
+        let mut cpus = Vec::new();
+        for (i, n) in sc.machine.nodes.iter().enumerate() {
+            let (start, pages) = node_ranges[i];
+            zones.push(Zone::new(i as u32, start as Pfn, pages as u32, &mut mem));
+            let mut node_cpus = Vec::new();
+            for _ in 0..n.cpus {
+                node_cpus.push(cpus.len() as u32);
+                cpus.push(Cpu {
+                    node: i as u32,
+                    busy: FifoServer::default(),
+                });
+            }
+            nodes.push(Node {
+                id: i as u32,
+                tier: n.tier,
+                cpus: node_cpus,
+                kswapd: 0,
+                lru_lock: FifoServer::default(),
+            });
+        }
+        let total_pages: u64 = zones.iter().map(|z| z.managed_pages()).sum();
+        let min_free_kbytes = spec
+            .knobs
+            .min_free_kbytes
+            .unwrap_or_else(|| page_alloc::calculate_min_free_kbytes(total_pages));
+        page_alloc::setup_per_zone_wmarks(
+            &mut zones,
+            min_free_kbytes,
+            spec.knobs.watermark_scale_factor,
+        );
+
+        let memcgs = memcontrol::build(spec);
+        let lruvecs = (0..memcgs.len() * nodes.len())
+            .map(|_| Lruvec::default())
+            .collect();
+        let swap = swapfile::swapon_all(spec, &hw);
+
+        let mut k = Kernel {
+            spec: spec.clone(),
+            hw,
+            mem,
+            zones,
+            nodes,
+            cpus,
+            memcgs,
+            lruvecs,
+            mms: Vec::new(),
+            anon_vmas: Vec::new(),
+            swap,
+            tasks: Vec::new(),
+            runq: RunQueue::default(),
+            stat: VmStat::default(),
+            rng: Rng::new(spec.seed),
+            clock_ns: 0,
+            current: 0,
+            current_cpu: 0,
+            tlb_batch: rmap::TlbBatch::default(),
+            reclaim_scratch: Vec::new(),
+            iterations: Vec::new(),
+        };
+        k.spawn_kernel_threads();
+        k.spawn_workload()?;
+        Ok(k)
+    }
+
+    #[inline]
+    pub fn charge_time(&mut self, ns: u64) {
+        self.clock_ns += ns;
+    }
+
+    #[inline]
+    pub fn lruvec_index(&self, memcg: u16, node: u32) -> usize {
+        memcg as usize * self.nodes.len() + node as usize
+    }
+
+    #[inline]
+    pub fn pfn_node(&self, pfn: Pfn) -> u32 {
+        // Zones are few and sorted: a linear scan beats a binary search here.
+        let mut node = 0;
+        for (i, z) in self.zones.iter().enumerate() {
+            if pfn >= z.start_pfn {
+                node = i as u32;
+            }
+        }
+        node
+    }
+
+    pub fn nr_free_pages(&self) -> u64 {
+        self.zones.iter().map(|z| z.nr_free_pages()).sum()
+    }
+
+    /// Swap slots free on all devices (`nr_swap_pages`).
+    pub fn nr_swap_pages(&self) -> u64 {
+        self.swap.iter().map(|s| s.free_slots()).sum()
+    }
+
+    pub fn profile_kernel(&self) -> crate::scenario::profile::Kernel {
+        self.spec.profile.kernel
+    }
+}
+
+/// The allocation entry (`__alloc_pages` of mm/page_alloc.c): the zonelist walk with the low
+/// watermark, the slow path that wakes kswapd, tries the min watermark, reclaims directly and in
+/// the end calls the OOM killer. The buddy allocator itself is `page_alloc::Zone`.
+impl Kernel {
+    /// Node of the current task's CPU (the default local memory policy).
+    pub fn task_node(&self) -> u32 {
+        self.cpus[self.current_cpu as usize].node
+    }
+
+    /// The k-th node in fallback order from `node`: itself, then the others by distance (by id
+    /// here).
+    fn zonelist_at(node: u32, k: usize) -> usize {
+        let node = node as usize;
+        match k {
+            0 => node,
+            k if k <= node => k - 1,
+            k => k,
+        }
+    }
+
+    fn alloc_from_zonelist(&mut self, node: u32, order: u32, low: bool) -> Option<folio::Pfn> {
+        for k in 0..self.zones.len() {
+            let z = Self::zonelist_at(node, k);
+            let zone = &self.zones[z];
+            let mark = if low { zone.wmark_low } else { zone.wmark_min };
+            if zone.watermark_ok(order, mark) {
+                let pfn = self.zones[z].alloc(&mut self.mem, order)?;
+                self.stat.count(crate::stats::Vm::Pgalloc, 1 << order);
+                self.charge_time(self.hw.page_alloc_ns);
+                return Some(pfn);
+            }
+        }
+        None
+    }
+
+    pub fn alloc_pages(&mut self, node: u32, order: u32, gfp: memory::Gfp) -> Option<folio::Pfn> {
+        if let Some(pfn) = self.alloc_from_zonelist(node, order, true) {
+            return Some(pfn);
+        }
+        if gfp.kswapd_reclaim {
+            for k in 0..self.zones.len() {
+                self.wakeup_kswapd(Self::zonelist_at(node, k) as u32);
+            }
+        }
+        if let Some(pfn) = self.alloc_from_zonelist(node, order, false) {
+            return Some(pfn);
+        }
+        if !gfp.direct_reclaim {
+            return None;
+        }
+        let mut no_progress_loops = 0;
+        loop {
+            self.stat.count(crate::stats::Vm::AllocstallNormal, 1);
+            let reclaimed = self.try_to_free_pages(node);
+            if let Some(pfn) = self.alloc_from_zonelist(node, order, false) {
+                return Some(pfn);
+            }
+            if !gfp.retry {
+                return None;
+            }
+            no_progress_loops = if reclaimed == 0 {
+                no_progress_loops + 1
+            } else {
+                0
+            };
+            if no_progress_loops > vmscan::MAX_RECLAIM_RETRIES {
+                if !self.out_of_memory(None) || !self.tasks[self.current as usize].is_running() {
+                    return None;
+                }
+                no_progress_loops = 0;
+            }
+        }
+    }
+
+    pub fn free_pages(&mut self, pfn: folio::Pfn, order: u32) {
+        let node = self.pfn_node(pfn) as usize;
+        self.zones[node].free(&mut self.mem, pfn, order);
+        self.stat.count(crate::stats::Vm::Pgfree, 1 << order);
+    }
+
+    /// Frees a folio nothing maps any more: off the LRU, uncharged, back to the buddy allocator.
+    pub fn free_folio(&mut self, folio: folio::FolioId) {
+        debug_assert!(!self.mem.test(folio, folio::pg::SWAPCACHE));
+        if self.mem.test(folio, folio::pg::LRU) {
+            self.lruvec_del_folio(folio);
+        }
+        let order = self.mem.order(folio);
+        self.mem_cgroup_uncharge(folio);
+        self.mem.clear_folio(folio);
+        self.free_pages(folio, order);
+        self.charge_time(self.hw.page_alloc_ns);
+    }
+}

@@ -1,0 +1,134 @@
+//! Swap device models: brd and zram (synchronous, CPU time of the caller), SSD and HDD (a FIFO
+//! device queue with latency and bandwidth; the caller only submits writes, and waits for reads).
+//!
+//! Models the costs of drivers/block/brd.c, drivers/block/zram (same-filled pages stored without
+//! compression; compressed size by content class), and an NVMe / rotational disk as a queue.
+//! zram's figures follow its mm_stat. Left out: zram's memory limit, writeback device and
+//! recompression; request merging, plugging and discard on block devices.
+
+use super::folio::content;
+use super::Kernel;
+use crate::scenario::SwapKind;
+
+#[derive(Clone, Copy, Debug, Default)]
+pub struct ZramStat {
+    /// Pages stored (including same-filled ones).
+    pub pages_stored: u64,
+    pub same_pages: u64,
+    /// Bytes of compressed data held.
+    pub compr_data_size: u64,
+}
+
+/// Compressed size of a page of content class `c` (1 = compresses best, 255 = incompressible).
+fn zram_compressed_bytes(c: u8) -> u64 {
+    (4096 * c as u64).div_ceil(255).max(64)
+}
+
+impl super::swapfile::SwapInfo {
+    /// SWP_SYNCHRONOUS_IO: the device finishes I/O inside the submitting call.
+    pub fn synchronous(&self) -> bool {
+        matches!(self.kind, SwapKind::Brd | SwapKind::Zram)
+    }
+
+    /// zram's slot-free notification: forget the stored object.
+    pub fn zram_free(&mut self, off: u32) {
+        if self.kind != SwapKind::Zram || !self.zram_stored[off as usize] {
+            return;
+        }
+        self.zram_stored[off as usize] = false;
+        let c = self.content[off as usize];
+        let z = &mut self.zram;
+        z.pages_stored -= 1;
+        if c <= content::SAME_FILLED {
+            z.same_pages -= 1;
+        } else {
+            z.compr_data_size -= zram_compressed_bytes(c);
+        }
+    }
+}
+
+impl Kernel {
+    fn transfer_ns(bytes: u64, bandwidth_bytes_per_s: u64) -> u64 {
+        bytes * 1_000_000_000 / bandwidth_bytes_per_s.max(1)
+    }
+
+    /// Writes `nr` slots from `off`; returns when the data is on the device.
+    pub fn swap_device_write(&mut self, dev: u32, off: u32, nr: u32) -> u64 {
+        let hw = &self.hw;
+        let bytes = nr as u64 * super::PAGE_SIZE;
+        let si = &mut self.swap[dev as usize];
+        let now = self.clock_ns;
+        let (cpu_ns, done_ns) = match si.kind {
+            SwapKind::Brd => (
+                hw.block_io_overhead_ns + nr as u64 * hw.brd_page_write_ns,
+                0,
+            ),
+            SwapKind::Zram => {
+                let mut cpu = hw.block_io_overhead_ns;
+                for s in off..off + nr {
+                    let c = si.content[s as usize];
+                    si.zram_stored[s as usize] = true;
+                    si.zram.pages_stored += 1;
+                    if c <= content::SAME_FILLED {
+                        si.zram.same_pages += 1;
+                        cpu += hw.zram_same_page_ns;
+                    } else {
+                        si.zram.compr_data_size += zram_compressed_bytes(c);
+                        cpu += hw.zram_compress_ns;
+                    }
+                }
+                (cpu, 0)
+            }
+            SwapKind::Ssd => {
+                let service = Self::transfer_ns(bytes, hw.ssd_bandwidth_bytes_per_s);
+                (
+                    hw.block_io_overhead_ns,
+                    si.queue.serve(now, service) + hw.ssd_write_latency_ns,
+                )
+            }
+            SwapKind::Hdd => {
+                let service =
+                    hw.hdd_seek_ns + Self::transfer_ns(bytes, hw.hdd_bandwidth_bytes_per_s);
+                (hw.block_io_overhead_ns, si.queue.serve(now, service))
+            }
+        };
+        self.charge_time(cpu_ns);
+        done_ns.max(self.clock_ns)
+    }
+
+    /// Reads `nr` slots from `off`; returns when the data has arrived.
+    pub fn swap_device_read(&mut self, dev: u32, off: u32, nr: u32) -> u64 {
+        let hw = &self.hw;
+        let bytes = nr as u64 * super::PAGE_SIZE;
+        let si = &mut self.swap[dev as usize];
+        let now = self.clock_ns;
+        let (cpu_ns, done_ns) = match si.kind {
+            SwapKind::Brd => (hw.block_io_overhead_ns + nr as u64 * hw.brd_page_read_ns, 0),
+            SwapKind::Zram => {
+                let same = (off..off + nr)
+                    .filter(|&s| si.content[s as usize] <= content::SAME_FILLED)
+                    .count() as u64;
+                (
+                    hw.block_io_overhead_ns
+                        + same * hw.zram_same_page_ns
+                        + (nr as u64 - same) * hw.zram_decompress_ns,
+                    0,
+                )
+            }
+            SwapKind::Ssd => {
+                let service = Self::transfer_ns(bytes, hw.ssd_bandwidth_bytes_per_s);
+                (
+                    hw.block_io_overhead_ns,
+                    si.queue.serve(now, service) + hw.ssd_read_latency_ns,
+                )
+            }
+            SwapKind::Hdd => {
+                let service =
+                    hw.hdd_seek_ns + Self::transfer_ns(bytes, hw.hdd_bandwidth_bytes_per_s);
+                (hw.block_io_overhead_ns, si.queue.serve(now, service))
+            }
+        };
+        self.charge_time(cpu_ns);
+        done_ns.max(self.clock_ns)
+    }
+}

@@ -1,0 +1,192 @@
+//! The swap cache and the swap I/O entry points.
+//!
+//! Models mm/swap_state.c (add_to_swap_cache, delete_from_swap_cache, swap_cache lookup),
+//! mm/swap_slots.c folio_alloc_swap / add_to_swap, mm/page_io.c swap_writepage / swap_read_folio
+//! with their counters, and free_swap_and_cache / folio_free_swap of mm/swapfile.c (v6.9–v6.18).
+//! The cache is one folio id per slot (the newest kernels' swap table, in effect). Left out:
+//! readahead, shadow entries / workingset refault detection, zswap, and swap-cache races.
+
+use super::folio::{pg, FolioId, NIL};
+use super::swapfile::SWAP_HAS_CACHE;
+use super::Kernel;
+use crate::scenario::knobs::PMD_ORDER;
+use crate::scenario::profile::Kernel as Gen;
+use crate::stats::{Memcg, Mthp, Vm};
+
+const OFFSET_BITS: u32 = 27;
+const OFFSET_MASK: u32 = (1 << OFFSET_BITS) - 1;
+
+impl Kernel {
+    pub fn folio_swap_entry(&self, folio: FolioId) -> (u32, u32) {
+        let v = self.mem.pages[folio as usize].private;
+        (v >> OFFSET_BITS, v & OFFSET_MASK)
+    }
+
+    pub fn set_folio_swap_entry(&mut self, folio: FolioId, dev: u32, off: u32) {
+        self.mem.pages[folio as usize].private = (dev << OFFSET_BITS) | off;
+        self.swap[dev as usize].cache[off as usize] = folio;
+    }
+
+    /// The folio caching a slot and the page of it that holds that slot.
+    pub fn swap_cache_lookup(&self, dev: u32, off: u32) -> Option<(FolioId, u32)> {
+        let folio = self.swap[dev as usize].cache[off as usize];
+        if folio == NIL {
+            return None;
+        }
+        let (_, first) = self.folio_swap_entry(folio);
+        Some((folio, folio + (off - first)))
+    }
+
+    /// Puts a folio that was just read or allocated for `off..` into the swap cache.
+    pub fn add_to_swap_cache(&mut self, folio: FolioId, dev: u32, off: u32) {
+        let nr = self.mem.nr_pages(folio);
+        self.mem.set(folio, pg::SWAPCACHE);
+        self.mem.pages[folio as usize].private = (dev << OFFSET_BITS) | off;
+        let si = &mut self.swap[dev as usize];
+        for s in off..off + nr {
+            si.cache[s as usize] = folio;
+            si.swap_map[s as usize] |= SWAP_HAS_CACHE;
+        }
+    }
+
+    /// add_to_swap: allocate slots for the whole folio and put it in the swap cache, dirty.
+    pub fn add_to_swap(&mut self, folio: FolioId) -> bool {
+        let order = self.mem.order(folio);
+        let Some((dev, off)) = self.get_swap_pages(order) else {
+            return false;
+        };
+        self.add_to_swap_cache(folio, dev, off);
+        self.mem.set(folio, pg::DIRTY);
+        true
+    }
+
+    /// delete_from_swap_cache + put_swap_folio: the folio leaves the cache and its slots lose
+    /// SWAP_HAS_CACHE; slots nothing else refers to are freed.
+    pub fn delete_from_swap_cache(&mut self, folio: FolioId) {
+        if !self.mem.test(folio, pg::SWAPCACHE) {
+            return;
+        }
+        let (dev, off) = self.folio_swap_entry(folio);
+        let nr = self.mem.nr_pages(folio);
+        self.mem.clear(folio, pg::SWAPCACHE);
+        self.mem.pages[folio as usize].private = 0;
+        let si = &mut self.swap[dev as usize];
+        for s in off..off + nr {
+            si.cache[s as usize] = NIL;
+            si.swap_map[s as usize] &= !SWAP_HAS_CACHE;
+            if si.swap_map[s as usize] == 0 {
+                si.free_slots_range(s, 1);
+                si.zram_free(s);
+            }
+        }
+    }
+
+    /// Does any slot of this swap-cache folio still have swap PTEs referring to it?
+    fn folio_swapped(&self, folio: FolioId) -> bool {
+        let (dev, off) = self.folio_swap_entry(folio);
+        let nr = self.mem.nr_pages(folio);
+        (off..off + nr).any(|s| self.swap[dev as usize].swap_count(s) > 0)
+    }
+
+    /// folio_free_swap: drop the swap copy of a folio that no swap PTE needs any more.
+    pub fn folio_free_swap(&mut self, folio: FolioId) -> bool {
+        if self.mem.test(folio, pg::WRITEBACK) || self.folio_swapped(folio) {
+            return false;
+        }
+        self.delete_from_swap_cache(folio);
+        self.mem.set(folio, pg::DIRTY);
+        true
+    }
+
+    /// Called when a swap-cache folio lost its last mapping or its last swap reference: free it
+    /// if nothing needs it (free_swap_cache / __try_to_reclaim_swap).
+    pub fn try_to_reclaim_swap_folio(&mut self, folio: FolioId) {
+        if self.mem.mapcount(folio) > 0 {
+            if self.vm_swap_full() {
+                self.folio_free_swap(folio);
+            }
+            return;
+        }
+        if self.mem.test(folio, pg::LRU)
+            && !self.mem.test(folio, pg::WRITEBACK)
+            && !self.folio_swapped(folio)
+        {
+            self.delete_from_swap_cache(folio);
+            self.free_folio(folio);
+        }
+    }
+
+    /// free_swap_and_cache: a swap PTE went away.
+    pub fn free_swap_and_cache(&mut self, dev: u32, off: u32) {
+        let si = &mut self.swap[dev as usize];
+        si.swap_map[off as usize] -= 1;
+        let m = si.swap_map[off as usize];
+        if m == 0 {
+            si.free_slots_range(off, 1);
+            si.zram_free(off);
+        } else if m == SWAP_HAS_CACHE {
+            let folio = si.cache[off as usize];
+            if folio != NIL {
+                self.try_to_reclaim_swap_folio(folio);
+            }
+        }
+    }
+
+    /// swap_writepage: write the folio out. Returns true when the write completed synchronously.
+    pub fn swap_writepage(&mut self, folio: FolioId) -> bool {
+        let (dev, off) = self.folio_swap_entry(folio);
+        let nr = self.mem.nr_pages(folio);
+        let order = self.mem.order(folio);
+        for i in 0..nr {
+            let c = self.mem.pages[(folio + i) as usize].content;
+            self.swap[dev as usize].content[(off + i) as usize] = c;
+        }
+        self.mem.clear(folio, pg::DIRTY);
+        self.stat.count(Vm::Pswpout, nr as u64);
+        let memcg = self.mem.memcg(folio) as usize;
+        self.memcgs[memcg].count(Memcg::Pswpout, nr as u64);
+        if order as usize == PMD_ORDER {
+            self.stat.count(Vm::ThpSwpout, 1);
+            self.memcgs[memcg].count(Memcg::ThpSwpout, 1);
+        }
+        if self.profile_kernel() >= Gen::V6_10 {
+            self.stat.count_mthp(order, Mthp::Swpout);
+        }
+        let done_ns = self.swap_device_write(dev, off, nr);
+        if self.swap[dev as usize].synchronous() {
+            return true;
+        }
+        self.mem.set(folio, pg::WRITEBACK);
+        self.swap[dev as usize].inflight.push_back((done_ns, folio));
+        false
+    }
+
+    /// Ends the writeback of every swap write that has completed by now (folio_end_writeback);
+    /// folios reclaim wanted go to the inactive tail to be freed on the next pass.
+    pub fn complete_swap_writeback(&mut self) {
+        for dev in 0..self.swap.len() {
+            while let Some(&(done, folio)) = self.swap[dev].inflight.front() {
+                if done > self.clock_ns {
+                    break;
+                }
+                self.swap[dev].inflight.pop_front();
+                self.mem.clear(folio, pg::WRITEBACK);
+                if self.mem.test(folio, pg::RECLAIM) {
+                    self.mem.clear(folio, pg::RECLAIM);
+                    self.folio_rotate_reclaimable(folio);
+                }
+            }
+        }
+    }
+
+    /// swap_read_folio: read `nr` slots into the folio; the caller waits for the device.
+    pub fn swap_read_folio(&mut self, folio: FolioId, dev: u32, off: u32, nr: u32) {
+        for i in 0..nr {
+            let c = self.swap[dev as usize].content[(off + i) as usize];
+            self.mem.pages[(folio + i) as usize].content = c;
+        }
+        self.stat.count(Vm::Pswpin, nr as u64);
+        let done_ns = self.swap_device_read(dev, off, nr);
+        self.clock_ns = self.clock_ns.max(done_ns);
+    }
+}

@@ -1,0 +1,212 @@
+//! Address spaces: `mm_struct`, VMAs with their page tables, anon_vmas, mmap/munmap and zap.
+//!
+//! Models mm/mmap.c (mmap placement, PMD alignment of large anonymous mappings since v6.7),
+//! mm/memory.c zap_pte_range / zap_present_ptes (batched by folio) and the anon_vma of mm/rmap.c.
+//! One anon_vma per mm: a fork links the child into its parent's anon_vma, which is what rmap
+//! needs here. Left out: VMA merging/splitting (madvise flags apply to the whole VMA), mremap,
+//! file mappings, mlock, and the mmap_lock.
+
+use super::folio::{pg, FolioId};
+use super::pagetable::{self as pt, Pte};
+use super::Kernel;
+use crate::stats::Mthp;
+
+pub const VM_HUGEPAGE: u8 = 1 << 0;
+pub const VM_NOHUGEPAGE: u8 = 1 << 1;
+
+/// First virtual page number handed out by mmap (1 TiB): keeps every vpn within a `u32`.
+const MMAP_BASE_VPN: u32 = 1 << 28;
+pub const HPAGE_PMD_NR: u32 = 512;
+
+pub struct Vma {
+    pub start: u32,
+    pub flags: u8,
+    pub ptes: Vec<Pte>,
+}
+
+impl Vma {
+    #[inline]
+    pub fn end(&self) -> u32 {
+        self.start + self.ptes.len() as u32
+    }
+    #[inline]
+    pub fn contains(&self, vpn: u32) -> bool {
+        vpn >= self.start && vpn < self.end()
+    }
+}
+
+pub struct Mm {
+    /// Sorted by start.
+    pub vmas: Vec<Vma>,
+    pub next_vpn: u32,
+    pub memcg: u16,
+    pub anon_vma: u32,
+    /// MM_ANONPAGES and MM_SWAPENTS.
+    pub rss_anon: u64,
+    pub swapents: u64,
+    /// The task that owns this address space (for the OOM killer and TLB flush targets).
+    pub owner: u32,
+    pub alive: bool,
+}
+
+impl Mm {
+    #[inline]
+    pub fn find_vma(&self, vpn: u32) -> Option<usize> {
+        let i = self.vmas.partition_point(|v| v.end() <= vpn);
+        (i < self.vmas.len() && self.vmas[i].contains(vpn)).then_some(i)
+    }
+}
+
+/// The address spaces that may map folios of this anon_vma (the parent and its forked children).
+pub struct AnonVma {
+    pub mms: Vec<u32>,
+}
+
+impl Kernel {
+    pub fn mm_create(&mut self, memcg: u16, owner: u32) -> u32 {
+        let id = self.mms.len() as u32;
+        let av = self.anon_vmas.len() as u32;
+        self.anon_vmas.push(AnonVma { mms: vec![id] });
+        self.mms.push(Mm {
+            vmas: Vec::new(),
+            next_vpn: MMAP_BASE_VPN,
+            memcg,
+            anon_vma: av,
+            rss_anon: 0,
+            swapents: 0,
+            owner,
+            alive: true,
+        });
+        id
+    }
+
+    /// Anonymous private mmap of `nr_pages`; returns the first vpn. Mappings of at least a PMD are
+    /// PMD-aligned, as `thp_get_unmapped_area` does for anonymous memory.
+    pub fn mmap_anon(&mut self, mm: u32, nr_pages: u32) -> u32 {
+        let m = &mut self.mms[mm as usize];
+        let mut start = m.next_vpn;
+        if nr_pages >= HPAGE_PMD_NR {
+            start = start.next_multiple_of(HPAGE_PMD_NR);
+        }
+        // A guard gap keeps neighbouring mappings from merging into one aligned range.
+        m.next_vpn = start + nr_pages + 1;
+        m.vmas.push(Vma {
+            start,
+            flags: 0,
+            ptes: vec![pt::PTE_NONE; nr_pages as usize],
+        });
+        m.vmas.sort_by_key(|v| v.start);
+        self.charge_time(self.hw.pte_update_ns);
+        start
+    }
+
+    pub fn munmap(&mut self, mm: u32, start: u32) {
+        let Some(vi) = self.mms[mm as usize].find_vma(start) else {
+            return;
+        };
+        let len = self.mms[mm as usize].vmas[vi].ptes.len() as u32;
+        self.zap_range(mm, vi, 0, len);
+        self.mms[mm as usize].vmas.remove(vi);
+    }
+
+    /// Unmaps every page of every VMA and frees the address space (exit_mmap).
+    pub fn exit_mmap(&mut self, mm: u32) {
+        while let Some(v) = self.mms[mm as usize].vmas.last() {
+            let start = v.start;
+            self.munmap(mm, start);
+        }
+        self.mms[mm as usize].alive = false;
+        let av = self.mms[mm as usize].anon_vma as usize;
+        self.anon_vmas[av].mms.retain(|&m| m != mm);
+    }
+
+    /// zap_pte_range over pages [from, to) of a VMA: present PTEs drop their folio's mapping (a
+    /// whole folio's PTEs at once), swap PTEs free their swap entry.
+    pub fn zap_range(&mut self, mm: u32, vi: usize, from: u32, to: u32) {
+        let mut i = from;
+        let mut nr_zapped = 0u64;
+        while i < to {
+            let pte = self.mms[mm as usize].vmas[vi].ptes[i as usize];
+            if pt::is_present(pte) {
+                let folio = self.mem.head_of(pt::pfn(pte));
+                let nr = self.folio_pte_batch(mm, vi, i, to, folio);
+                let ptes = &mut self.mms[mm as usize].vmas[vi].ptes;
+                for p in &mut ptes[i as usize..(i + nr) as usize] {
+                    *p = pt::PTE_NONE;
+                }
+                self.mms[mm as usize].rss_anon -= nr as u64;
+                self.folio_remove_rmap_ptes(folio, nr);
+                nr_zapped += nr as u64;
+                i += nr;
+            } else {
+                if pt::is_swap(pte) {
+                    self.mms[mm as usize].vmas[vi].ptes[i as usize] = pt::PTE_NONE;
+                    self.mms[mm as usize].swapents -= 1;
+                    self.free_swap_and_cache(pt::swap_device(pte), pt::swap_offset(pte));
+                    nr_zapped += 1;
+                }
+                i += 1;
+            }
+        }
+        if nr_zapped > 0 {
+            self.charge_time(nr_zapped * self.hw.pte_update_ns);
+            self.flush_tlb_mm(mm);
+        }
+    }
+
+    /// How many consecutive PTEs from `i` (below `to`) map consecutive pages of `folio`.
+    pub fn folio_pte_batch(&self, mm: u32, vi: usize, i: u32, to: u32, folio: FolioId) -> u32 {
+        let ptes = &self.mms[mm as usize].vmas[vi].ptes;
+        let first = pt::pfn(ptes[i as usize]);
+        let folio_end = folio + self.mem.nr_pages(folio);
+        let mut n = 1;
+        while i + n < to {
+            let p = ptes[(i + n) as usize];
+            if !pt::is_present(p) || pt::pfn(p) != first + n || first + n >= folio_end {
+                break;
+            }
+            n += 1;
+        }
+        n
+    }
+
+    /// A folio lost `nr` PTE mappings. Frees it when nothing maps it and the swap cache does not
+    /// hold it; queues a large folio that is now partially mapped for deferred split.
+    pub fn folio_remove_rmap_ptes(&mut self, folio: FolioId, nr: u32) {
+        self.mem.add_mapcount(folio, -(nr as i32));
+        let mapcount = self.mem.mapcount(folio);
+        if mapcount == 0 {
+            if self.mem.test(folio, pg::SWAPCACHE) {
+                // free_swap_cache: drop the cache copy unless swap PTEs still refer to it.
+                self.try_to_reclaim_swap_folio(folio);
+            } else {
+                self.free_folio(folio);
+            }
+        } else if self.mem.order(folio) > 1 && !self.mem.test(folio, pg::DEFERRED) {
+            self.deferred_split_folio(folio);
+        }
+    }
+
+    pub fn deferred_split_folio(&mut self, folio: FolioId) {
+        self.mem.set(folio, pg::DEFERRED);
+        let order = self.mem.order(folio);
+        if order as usize == crate::scenario::knobs::PMD_ORDER {
+            self.stat.count(crate::stats::Vm::ThpDeferredSplitPage, 1);
+        }
+        self.stat.count_mthp(order, Mthp::SplitDeferred);
+    }
+
+    /// Flushes the TLBs of every CPU that may cache this mm's translations.
+    pub fn flush_tlb_mm(&mut self, mm: u32) {
+        use crate::stats::Vm;
+        let owner = self.mms[mm as usize].owner;
+        if owner == self.current {
+            self.stat.count(Vm::NrTlbLocalFlushAll, 1);
+            self.charge_time(self.hw.tlb_flush_local_all_ns);
+        } else if self.tasks[owner as usize].is_running() {
+            self.stat.count(Vm::NrTlbRemoteFlush, 1);
+            self.stat.count(Vm::NrTlbRemoteFlushReceived, 1);
+            self.charge_time(self.hw.tlb_flush_ipi_send_ns);
+        }
+    }
+}

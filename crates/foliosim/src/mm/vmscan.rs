@@ -1,0 +1,528 @@
+//! Page reclaim on the classic active/inactive LRU: LRU lists per (memcg, node), kswapd, direct
+//! and memcg reclaim, and shrink_folio_list for anonymous folios.
+//!
+//! Models mm/vmscan.c (v6.9–v6.18, MGLRU off): shrink_lruvec with `size >> priority` scan targets
+//! and the inactive_is_low ratio, isolate_lru_folios from the list tail, shrink_active_list (anon
+//! folios are always deactivated), folio_check_references (one reference per mapping), the
+//! anonymous branch of shrink_folio_list (early split rule, add_to_swap, split on failure with the
+//! fallback counters, try_to_unmap, pageout, __remove_mapping), and balance_pgdat for kswapd.
+//! Left out: file LRUs' contents (the lists exist but nothing fills them yet), swappiness-based
+//! anon/file balance, proportional scan adjustment, writeback throttling, compaction, MGLRU.
+
+use super::folio::{pg, FolioId, NIL};
+use super::Kernel;
+use crate::scenario::profile::Kernel as Gen;
+use crate::stats::{Memcg, Mthp, Vm};
+
+pub const SWAP_CLUSTER_MAX: u64 = 32;
+pub const DEF_PRIORITY: u32 = 12;
+pub const MAX_RECLAIM_RETRIES: u32 = 16;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(usize)]
+pub enum Lru {
+    InactiveAnon = 0,
+    ActiveAnon = 1,
+    InactiveFile = 2,
+    ActiveFile = 3,
+}
+pub const NR_LRU_LISTS: usize = 4;
+
+#[derive(Clone, Copy, Debug)]
+pub struct ListHead {
+    /// Most recently added end.
+    pub head: u32,
+    /// Reclaim takes from here.
+    pub tail: u32,
+    pub nr_pages: u64,
+    pub nr_folios: u64,
+}
+
+impl Default for ListHead {
+    fn default() -> Self {
+        ListHead {
+            head: NIL,
+            tail: NIL,
+            nr_pages: 0,
+            nr_folios: 0,
+        }
+    }
+}
+
+#[derive(Clone, Debug, Default)]
+pub struct Lruvec {
+    pub lists: [ListHead; NR_LRU_LISTS],
+}
+
+pub struct ScanControl {
+    pub nr_to_reclaim: u64,
+    pub nr_reclaimed: u64,
+    pub nr_scanned: u64,
+    pub priority: u32,
+    pub is_kswapd: bool,
+    /// MADV_PAGEOUT: reclaim without looking at references.
+    pub ignore_references: bool,
+    pub may_deactivate: bool,
+}
+
+impl ScanControl {
+    pub fn new(nr_to_reclaim: u64, is_kswapd: bool) -> Self {
+        ScanControl {
+            nr_to_reclaim,
+            nr_reclaimed: 0,
+            nr_scanned: 0,
+            priority: DEF_PRIORITY,
+            is_kswapd,
+            ignore_references: false,
+            may_deactivate: false,
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum FolioRef {
+    Reclaim,
+    Keep,
+    Activate,
+}
+
+fn lru_of(active: bool) -> Lru {
+    if active {
+        Lru::ActiveAnon
+    } else {
+        Lru::InactiveAnon
+    }
+}
+
+/// LRU list primitives.
+impl Kernel {
+    fn folio_lruvec(&self, folio: FolioId) -> usize {
+        self.lruvec_index(self.mem.memcg(folio), self.pfn_node(folio))
+    }
+
+    fn list_add(&mut self, lv: usize, lru: Lru, folio: FolioId, at_tail: bool) {
+        let nr = self.mem.nr_pages(folio) as u64;
+        let list = &mut self.lruvecs[lv].lists[lru as usize];
+        let (old_head, old_tail) = (list.head, list.tail);
+        list.nr_pages += nr;
+        list.nr_folios += 1;
+        if old_head == NIL {
+            list.head = folio;
+            list.tail = folio;
+            let p = &mut self.mem.pages[folio as usize];
+            p.lru_next = NIL;
+            p.lru_prev = NIL;
+        } else if at_tail {
+            list.tail = folio;
+            self.mem.pages[old_tail as usize].lru_next = folio;
+            let p = &mut self.mem.pages[folio as usize];
+            p.lru_prev = old_tail;
+            p.lru_next = NIL;
+        } else {
+            list.head = folio;
+            self.mem.pages[old_head as usize].lru_prev = folio;
+            let p = &mut self.mem.pages[folio as usize];
+            p.lru_next = old_head;
+            p.lru_prev = NIL;
+        }
+        self.mem.set(folio, pg::LRU);
+    }
+
+    fn list_del(&mut self, lv: usize, lru: Lru, folio: FolioId) {
+        let nr = self.mem.nr_pages(folio) as u64;
+        let (prev, next) = {
+            let p = &self.mem.pages[folio as usize];
+            (p.lru_prev, p.lru_next)
+        };
+        let list = &mut self.lruvecs[lv].lists[lru as usize];
+        list.nr_pages -= nr;
+        list.nr_folios -= 1;
+        if prev == NIL {
+            list.head = next;
+        } else {
+            self.mem.pages[prev as usize].lru_next = next;
+        }
+        if next == NIL {
+            list.tail = prev;
+        } else {
+            self.mem.pages[next as usize].lru_prev = prev;
+        }
+        let p = &mut self.mem.pages[folio as usize];
+        p.lru_next = NIL;
+        p.lru_prev = NIL;
+        p.clear(pg::LRU);
+    }
+
+    /// folio_add_lru: new and swapped-in anonymous folios start on the inactive list (v5.9+).
+    pub fn folio_add_lru(&mut self, folio: FolioId) {
+        let lv = self.folio_lruvec(folio);
+        let active = self.mem.test(folio, pg::ACTIVE);
+        self.list_add(lv, lru_of(active), folio, false);
+        self.charge_time(self.hw.lru_op_ns);
+    }
+
+    pub fn lruvec_del_folio(&mut self, folio: FolioId) {
+        let lv = self.folio_lruvec(folio);
+        let active = self.mem.test(folio, pg::ACTIVE);
+        self.list_del(lv, lru_of(active), folio);
+    }
+
+    /// folio_rotate_reclaimable: a folio whose writeback finished goes to the inactive tail.
+    pub fn folio_rotate_reclaimable(&mut self, folio: FolioId) {
+        if self.mem.test(folio, pg::LRU) && !self.mem.test(folio, pg::ACTIVE) {
+            let lv = self.folio_lruvec(folio);
+            self.list_del(lv, Lru::InactiveAnon, folio);
+            self.list_add(lv, Lru::InactiveAnon, folio, true);
+        }
+    }
+
+    /// Takes folios off the tail of a list until `nr_to_scan` pages were taken.
+    fn isolate_lru_folios(
+        &mut self,
+        lv: usize,
+        lru: Lru,
+        nr_to_scan: u64,
+        out: &mut Vec<FolioId>,
+    ) -> u64 {
+        let mut scanned = 0;
+        while scanned < nr_to_scan {
+            let folio = self.lruvecs[lv].lists[lru as usize].tail;
+            if folio == NIL {
+                break;
+            }
+            scanned += self.mem.nr_pages(folio) as u64;
+            self.list_del(lv, lru, folio);
+            out.push(folio);
+        }
+        self.charge_time(out.len() as u64 * self.hw.lru_op_ns);
+        scanned
+    }
+
+    fn lru_size(&self, lv: usize, lru: Lru) -> u64 {
+        self.lruvecs[lv].lists[lru as usize].nr_pages
+    }
+
+    /// inactive_is_low: the inactive list is smaller than active / sqrt(10 * size in GiB).
+    fn inactive_is_low(&self, lv: usize) -> bool {
+        let inactive = self.lru_size(lv, Lru::InactiveAnon);
+        let active = self.lru_size(lv, Lru::ActiveAnon);
+        let gb = (inactive + active) >> (30 - 12);
+        let ratio = if gb > 0 { (10 * gb).isqrt() } else { 1 };
+        inactive * ratio < active
+    }
+}
+
+/// Reclaim.
+impl Kernel {
+    fn can_reclaim_anon_pages(&self) -> bool {
+        self.nr_swap_pages() > 0
+    }
+
+    pub fn shrink_lruvec(&mut self, lv: usize, sc: &mut ScanControl) {
+        self.complete_swap_writeback();
+        if !self.can_reclaim_anon_pages() {
+            return;
+        }
+        sc.may_deactivate = self.inactive_is_low(lv);
+        let mut nr_inactive = self.lru_size(lv, Lru::InactiveAnon) >> sc.priority;
+        let mut nr_active = self.lru_size(lv, Lru::ActiveAnon) >> sc.priority;
+        while nr_inactive > 0 || nr_active > 0 {
+            if nr_inactive > 0 {
+                let n = nr_inactive.min(SWAP_CLUSTER_MAX);
+                nr_inactive -= n;
+                self.shrink_inactive_list(lv, n, sc);
+            }
+            if nr_active > 0 {
+                let n = nr_active.min(SWAP_CLUSTER_MAX);
+                nr_active -= n;
+                if sc.may_deactivate {
+                    self.shrink_active_list(lv, n, sc);
+                }
+            }
+            if sc.nr_reclaimed >= sc.nr_to_reclaim {
+                break;
+            }
+        }
+        if self.inactive_is_low(lv) {
+            self.shrink_active_list(lv, SWAP_CLUSTER_MAX, sc);
+        }
+    }
+
+    fn shrink_active_list(&mut self, lv: usize, nr_to_scan: u64, _sc: &mut ScanControl) {
+        let mut list = std::mem::take(&mut self.reclaim_scratch);
+        list.clear();
+        let scanned = self.isolate_lru_folios(lv, Lru::ActiveAnon, nr_to_scan, &mut list);
+        self.stat.count(Vm::Pgrefill, scanned);
+        let mut deactivated = 0;
+        for &folio in &list {
+            // The references are looked at (and the young bits cleared) but anonymous folios are
+            // deactivated whatever they say.
+            self.folio_referenced(folio);
+            self.mem.clear(folio, pg::ACTIVE);
+            self.mem.clear(folio, pg::REFERENCED);
+            deactivated += self.mem.nr_pages(folio) as u64;
+            self.list_add(lv, Lru::InactiveAnon, folio, false);
+        }
+        self.stat.count(Vm::Pgdeactivate, deactivated);
+        self.reclaim_scratch = list;
+    }
+
+    fn shrink_inactive_list(&mut self, lv: usize, nr_to_scan: u64, sc: &mut ScanControl) {
+        let mut list = std::mem::take(&mut self.reclaim_scratch);
+        list.clear();
+        let scanned = self.isolate_lru_folios(lv, Lru::InactiveAnon, nr_to_scan, &mut list);
+        sc.nr_scanned += scanned;
+        let memcg = lv / self.nodes.len();
+        self.stat.count(
+            if sc.is_kswapd {
+                Vm::PgscanKswapd
+            } else {
+                Vm::PgscanDirect
+            },
+            scanned,
+        );
+        self.stat.count(Vm::PgscanAnon, scanned);
+        self.memcgs[memcg].count(Memcg::Pgscan, scanned);
+        let reclaimed = self.shrink_folio_list(&mut list, sc);
+        sc.nr_reclaimed += reclaimed;
+        self.stat.count(
+            if sc.is_kswapd {
+                Vm::PgstealKswapd
+            } else {
+                Vm::PgstealDirect
+            },
+            reclaimed,
+        );
+        self.stat.count(Vm::PgstealAnon, reclaimed);
+        self.memcgs[memcg].count(Memcg::Pgsteal, reclaimed);
+        self.reclaim_scratch = list;
+    }
+
+    /// folio_check_references.
+    fn folio_check_references(&mut self, folio: FolioId) -> FolioRef {
+        let referenced_mappings = self.folio_referenced(folio);
+        let referenced_folio = self.mem.test(folio, pg::REFERENCED);
+        self.mem.clear(folio, pg::REFERENCED);
+        if referenced_mappings > 0 {
+            self.mem.set(folio, pg::REFERENCED);
+            if referenced_folio || referenced_mappings > 1 {
+                return FolioRef::Activate;
+            }
+            return FolioRef::Keep;
+        }
+        FolioRef::Reclaim
+    }
+
+    /// Should reclaim split this large anonymous folio before trying to swap it out?
+    fn early_split(&self, folio: FolioId) -> bool {
+        match self.profile_kernel() {
+            // Only a PMD-mapped THP may go to swap whole; everything else is split first.
+            Gen::V6_9 => !self.folio_pmd_mapped(folio),
+            // Partially mapped folios are split; the rest try a whole allocation.
+            Gen::V6_10 | Gen::V6_12 | Gen::V6_18 => self.mem.test(folio, pg::DEFERRED),
+        }
+    }
+
+    /// shrink_folio_list for isolated anonymous folios; folios it keeps are put back on the LRU.
+    /// Returns the number of pages freed.
+    pub fn shrink_folio_list(&mut self, list: &mut Vec<FolioId>, sc: &mut ScanControl) -> u64 {
+        let mut reclaimed = 0;
+        let mut i = 0;
+        while i < list.len() {
+            let folio = list[i];
+            i += 1;
+            self.charge_time(self.hw.reclaim_scan_folio_ns);
+            if self.mem.test(folio, pg::WRITEBACK) {
+                self.mem.set(folio, pg::RECLAIM);
+                self.putback_folio(folio, false);
+                continue;
+            }
+            let refs = if sc.ignore_references {
+                FolioRef::Reclaim
+            } else {
+                self.folio_check_references(folio)
+            };
+            match refs {
+                FolioRef::Activate => {
+                    self.putback_folio(folio, true);
+                    continue;
+                }
+                FolioRef::Keep => {
+                    self.putback_folio(folio, false);
+                    continue;
+                }
+                FolioRef::Reclaim => {}
+            }
+            if !self.mem.test(folio, pg::SWAPCACHE) {
+                let nr = self.mem.nr_pages(folio);
+                if nr > 1 && self.early_split(folio) {
+                    if !self.split_folio_to_list(folio, list) {
+                        self.putback_folio(folio, true);
+                        continue;
+                    }
+                    sc.nr_scanned -= nr as u64 - 1;
+                }
+                if !self.add_to_swap(folio) {
+                    let nr = self.mem.nr_pages(folio);
+                    if nr == 1 {
+                        self.putback_folio(folio, true);
+                        continue;
+                    }
+                    let order = self.mem.order(folio);
+                    if !self.split_folio_to_list(folio, list) {
+                        self.putback_folio(folio, true);
+                        continue;
+                    }
+                    self.count_swpout_fallback(folio, order);
+                    sc.nr_scanned -= nr as u64 - 1;
+                    if !self.add_to_swap(folio) {
+                        self.putback_folio(folio, true);
+                        continue;
+                    }
+                }
+            }
+            if self.mem.mapcount(folio) > 0 {
+                self.try_to_unmap(folio);
+                if self.mem.mapcount(folio) > 0 {
+                    self.putback_folio(folio, true);
+                    continue;
+                }
+            }
+            if self.mem.test(folio, pg::DIRTY) {
+                self.try_to_unmap_flush_dirty();
+                if !self.swap_writepage(folio) {
+                    // Asynchronous device: the folio is freed once its writeback completes.
+                    self.mem.set(folio, pg::RECLAIM);
+                    self.putback_folio(folio, false);
+                    continue;
+                }
+            }
+            // __remove_mapping
+            let nr = self.mem.nr_pages(folio) as u64;
+            self.delete_from_swap_cache(folio);
+            self.free_folio(folio);
+            reclaimed += nr;
+        }
+        self.try_to_unmap_flush();
+        reclaimed
+    }
+
+    fn count_swpout_fallback(&mut self, folio: FolioId, order: u32) {
+        if order as usize >= crate::scenario::knobs::PMD_ORDER {
+            self.stat.count(Vm::ThpSwpoutFallback, 1);
+            let memcg = self.mem.memcg(folio) as usize;
+            self.memcgs[memcg].count(Memcg::ThpSwpoutFallback, 1);
+        }
+        if self.profile_kernel() >= Gen::V6_10 {
+            self.stat.count_mthp(order, Mthp::SwpoutFallback);
+        }
+    }
+
+    fn putback_folio(&mut self, folio: FolioId, activate: bool) {
+        if activate {
+            self.mem.set(folio, pg::ACTIVE);
+            self.stat
+                .count(Vm::Pgactivate, self.mem.nr_pages(folio) as u64);
+            if self.mem.test(folio, pg::SWAPCACHE) && self.vm_swap_full() {
+                self.folio_free_swap(folio);
+            }
+        }
+        self.folio_add_lru(folio);
+    }
+
+    /// Reclaim over every memcg's lruvec on one node (shrink_node / shrink_node_memcgs).
+    fn shrink_node(&mut self, node: u32, sc: &mut ScanControl) {
+        for memcg in 0..self.memcgs.len() {
+            let lv = self.lruvec_index(memcg as u16, node);
+            self.shrink_lruvec(lv, sc);
+            if sc.nr_reclaimed >= sc.nr_to_reclaim && !sc.is_kswapd {
+                break;
+            }
+        }
+    }
+
+    /// Direct reclaim from the page allocator (try_to_free_pages). Returns pages reclaimed.
+    pub fn try_to_free_pages(&mut self, node: u32) -> u64 {
+        let start_ns = self.clock_ns;
+        let mut sc = ScanControl::new(SWAP_CLUSTER_MAX, false);
+        loop {
+            for k in 0..self.zones.len() {
+                let n = ((node as usize + k) % self.zones.len()) as u32;
+                self.shrink_node(n, &mut sc);
+            }
+            if sc.nr_reclaimed >= sc.nr_to_reclaim || sc.priority == 0 {
+                self.account_direct_reclaim(start_ns, sc.nr_reclaimed);
+                return sc.nr_reclaimed;
+            }
+            sc.priority -= 1;
+        }
+    }
+
+    /// Reclaim from one memcg's LRUs on every node (try_to_free_mem_cgroup_pages).
+    pub fn try_to_free_mem_cgroup_pages(&mut self, memcg: u16, nr_pages: u64) -> u64 {
+        let start_ns = self.clock_ns;
+        let mut sc = ScanControl::new(nr_pages.max(SWAP_CLUSTER_MAX), false);
+        loop {
+            for node in 0..self.nodes.len() as u32 {
+                let lv = self.lruvec_index(memcg, node);
+                self.shrink_lruvec(lv, &mut sc);
+            }
+            if sc.nr_reclaimed >= sc.nr_to_reclaim || sc.priority == 0 {
+                self.account_direct_reclaim(start_ns, sc.nr_reclaimed);
+                return sc.nr_reclaimed;
+            }
+            sc.priority -= 1;
+        }
+    }
+
+    /// Per-task figures of the reclaim the current task did itself.
+    fn account_direct_reclaim(&mut self, start_ns: u64, reclaimed: u64) {
+        let task = &mut self.tasks[self.current as usize];
+        task.direct_reclaim_ns += self.clock_ns - start_ns;
+        task.direct_reclaim_pages += reclaimed;
+    }
+
+    /// MADV_PAGEOUT's reclaim_pages: reclaim these isolated folios whatever their references.
+    pub fn reclaim_pages(&mut self, list: &mut Vec<FolioId>) -> u64 {
+        let mut sc = ScanControl::new(u64::MAX, false);
+        sc.ignore_references = true;
+        self.shrink_folio_list(list, &mut sc)
+    }
+
+    pub fn pgdat_balanced(&self, node: u32) -> bool {
+        let z = &self.zones[node as usize];
+        z.watermark_ok(0, z.wmark_high)
+    }
+
+    /// wakeup_kswapd: only when the node is below its low watermark.
+    pub fn wakeup_kswapd(&mut self, node: u32) {
+        if self.pgdat_balanced(node) {
+            return;
+        }
+        let t = self.nodes[node as usize].kswapd;
+        self.wake_task(t);
+    }
+
+    /// One round of balance_pgdat: reclaim toward the high watermark at the current priority,
+    /// raising the priority when a round frees nothing. Returns false when kswapd should sleep.
+    pub fn kswapd_round(&mut self, node: u32, priority: &mut u32) -> bool {
+        if self.pgdat_balanced(node) {
+            *priority = DEF_PRIORITY;
+            return false;
+        }
+        self.stat.count(Vm::KswapdWakeups, 1);
+        let high = self.zones[node as usize].wmark_high;
+        let mut sc = ScanControl::new(high.max(SWAP_CLUSTER_MAX), true);
+        sc.priority = *priority;
+        self.shrink_node(node, &mut sc);
+        if sc.nr_reclaimed == 0 {
+            if *priority == 0 {
+                // kswapd_failures: give up until a direct reclaimer makes progress.
+                *priority = DEF_PRIORITY;
+                return false;
+            }
+            *priority -= 1;
+        }
+        true
+    }
+}

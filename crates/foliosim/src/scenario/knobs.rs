@@ -1,0 +1,502 @@
+//! Kernel knobs, addressed by their sysfs/procfs paths, with the kernel's defaults.
+
+/// `enabled` values of transparent_hugepage (top level: always/madvise/never; per size also inherit).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ThpEnabled {
+    Always,
+    Inherit,
+    Madvise,
+    Never,
+}
+
+/// `/sys/kernel/mm/transparent_hugepage/defrag`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ThpDefrag {
+    Always,
+    Defer,
+    DeferMadvise,
+    Madvise,
+    Never,
+}
+
+pub const PMD_ORDER: usize = 9;
+/// Anonymous mTHP orders that have a `hugepages-<size>kB` directory (order 1 is not allowed for anon).
+pub const ANON_ORDERS: std::ops::RangeInclusive<usize> = 2..=PMD_ORDER;
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Knobs {
+    /// /sys/kernel/mm/transparent_hugepage/enabled (default always, CONFIG_TRANSPARENT_HUGEPAGE_ALWAYS).
+    pub thp_enabled: ThpEnabled,
+    /// /sys/kernel/mm/transparent_hugepage/defrag (default madvise).
+    pub thp_defrag: ThpDefrag,
+    /// /sys/kernel/mm/transparent_hugepage/hugepages-<4<<order>kB/enabled, indexed by order.
+    /// Defaults: PMD order inherit, others never.
+    pub mthp_enabled: [ThpEnabled; PMD_ORDER + 1],
+    /// /sys/kernel/mm/transparent_hugepage/khugepaged/max_ptes_none (default 511).
+    pub max_ptes_none: u32,
+    /// /proc/sys/vm/min_free_kbytes; None = computed at boot as the kernel does.
+    pub min_free_kbytes: Option<u64>,
+    /// /proc/sys/vm/watermark_scale_factor (default 10, i.e. 0.1%).
+    pub watermark_scale_factor: u32,
+    /// /proc/sys/vm/swappiness (default 60).
+    pub swappiness: u32,
+    /// /proc/sys/vm/page-cluster (default 3).
+    pub page_cluster: u32,
+    /// /proc/sys/kernel/numa_balancing (default 0).
+    pub numa_balancing: u32,
+    /// /sys/kernel/mm/numa/demotion_enabled (default false).
+    pub demotion_enabled: bool,
+    /// `memory.max` overrides: (cgroup name, None = max). A bare `memory.max` names every cgroup.
+    pub memory_max: Vec<(Option<String>, Option<u64>)>,
+}
+
+impl Default for Knobs {
+    fn default() -> Self {
+        let mut mthp_enabled = [ThpEnabled::Never; PMD_ORDER + 1];
+        mthp_enabled[PMD_ORDER] = ThpEnabled::Inherit;
+        Knobs {
+            thp_enabled: ThpEnabled::Always,
+            thp_defrag: ThpDefrag::Madvise,
+            mthp_enabled,
+            max_ptes_none: 511,
+            min_free_kbytes: None,
+            watermark_scale_factor: 10,
+            swappiness: 60,
+            page_cluster: 3,
+            numa_balancing: 0,
+            demotion_enabled: false,
+            memory_max: Vec::new(),
+        }
+    }
+}
+
+/// Size name of an order as sysfs spells it: order 4 -> "64kB".
+pub fn order_size_name(order: usize) -> String {
+    format!("{}kB", 4usize << order)
+}
+
+const THP_DIR: &str = "/sys/kernel/mm/transparent_hugepage";
+
+/// Sizes in kB of the `hugepages-<N>kB` directories, smallest first (order = log2(N / 4)).
+pub const MTHP_SIZES_KB: [u64; 8] = [16, 32, 64, 128, 256, 512, 1024, 2048];
+
+/// One entry of the knob table: the path, the values it accepts (for messages and `list`).
+struct KnobInfo {
+    path: &'static str,
+    values: &'static str,
+}
+
+/// Every supported path except the per-size mTHP ones, which `knob_paths` expands.
+const SCALAR_KNOBS: &[KnobInfo] = &[
+    KnobInfo {
+        path: "/sys/kernel/mm/transparent_hugepage/enabled",
+        values: "always|madvise|never",
+    },
+    KnobInfo {
+        path: "/sys/kernel/mm/transparent_hugepage/defrag",
+        values: "always|defer|defer+madvise|madvise|never",
+    },
+    KnobInfo {
+        path: "/sys/kernel/mm/transparent_hugepage/khugepaged/max_ptes_none",
+        values: "0..=511",
+    },
+    KnobInfo {
+        path: "/proc/sys/vm/min_free_kbytes",
+        values: "an integer > 0",
+    },
+    KnobInfo {
+        path: "/proc/sys/vm/watermark_scale_factor",
+        values: "1..=3000",
+    },
+    KnobInfo {
+        path: "/proc/sys/vm/swappiness",
+        values: "0..=200",
+    },
+    KnobInfo {
+        path: "/proc/sys/vm/page-cluster",
+        values: "0..=31",
+    },
+    KnobInfo {
+        path: "/proc/sys/kernel/numa_balancing",
+        values: "0..=3",
+    },
+    KnobInfo {
+        path: "/sys/kernel/mm/numa/demotion_enabled",
+        values: "true|false|1|0",
+    },
+];
+
+const MTHP_VALUES: &str = "always|inherit|madvise|never";
+const MEMORY_MAX_VALUES: &str = "a size such as 512M, or max";
+
+/// The path of the per-size `enabled` knob of an order.
+pub fn mthp_enabled_path(order: usize) -> String {
+    format!("{THP_DIR}/hugepages-{}/enabled", order_size_name(order))
+}
+
+/// The order of a `hugepages-<N>kB/enabled` path, if it is one of the supported sizes.
+fn mthp_order_of_path(path: &str) -> Option<usize> {
+    let size = path
+        .strip_prefix(THP_DIR)?
+        .strip_prefix("/hugepages-")?
+        .strip_suffix("kB/enabled")?;
+    let size_kb: u64 = size.parse().ok()?;
+    if !MTHP_SIZES_KB.contains(&size_kb) {
+        return None;
+    }
+    // size_kb = 4 << order
+    Some((size_kb / 4).trailing_zeros() as usize)
+}
+
+/// Splits a memory.max path: `memory.max` -> Some(None), `bench/memory.max` -> Some(Some("bench")).
+pub fn memory_max_cgroup(path: &str) -> Option<Option<&str>> {
+    if path == "memory.max" {
+        return Some(None);
+    }
+    let cgroup = path.strip_suffix("/memory.max")?;
+    if cgroup.is_empty() || cgroup.contains('/') {
+        return None;
+    }
+    Some(Some(cgroup))
+}
+
+/// Every kernel path `Knobs::set` accepts (memory.max forms excluded), in table order.
+pub fn knob_paths() -> Vec<String> {
+    let mut paths: Vec<String> = SCALAR_KNOBS.iter().map(|k| k.path.to_string()).collect();
+    // the per-size directories sit after the top-level `defrag` knob
+    let at = 2;
+    for (i, order) in ANON_ORDERS.enumerate() {
+        paths.insert(at + i, mthp_enabled_path(order));
+    }
+    paths
+}
+
+/// The knob table for `foliosim list`: (path, "accepted values (default D)").
+pub fn knob_table() -> Vec<(String, String)> {
+    let defaults = Knobs::default();
+    let mut table: Vec<(String, String)> = knob_paths()
+        .into_iter()
+        .map(|path| {
+            let values = accepted_values(&path).unwrap_or("");
+            let default = defaults.get(&path).unwrap_or_default();
+            (path, format!("{values} (default {default})"))
+        })
+        .collect();
+    table.push((
+        "memory.max".into(),
+        format!("{MEMORY_MAX_VALUES}; sets every cgroup (default: the scenario's)"),
+    ));
+    table.push((
+        "<cgroup>/memory.max".into(),
+        format!("{MEMORY_MAX_VALUES}; sets one cgroup (default: the scenario's)"),
+    ));
+    table
+}
+
+fn accepted_values(path: &str) -> Option<&'static str> {
+    if mthp_order_of_path(path).is_some() {
+        return Some(MTHP_VALUES);
+    }
+    if memory_max_cgroup(path).is_some() {
+        return Some(MEMORY_MAX_VALUES);
+    }
+    SCALAR_KNOBS
+        .iter()
+        .find(|k| k.path == path)
+        .map(|k| k.values)
+}
+
+/// Parses an integer in `min..=max`; the error names the range.
+fn parse_in_range(value: &str, min: u64, max: u64, expected: &str) -> Result<u64, String> {
+    match value.trim().parse::<u64>() {
+        Ok(v) if (min..=max).contains(&v) => Ok(v),
+        _ => Err(format!("expected {expected}, found {value:?}")),
+    }
+}
+
+fn parse_thp_enabled(value: &str, allow_inherit: bool) -> Option<ThpEnabled> {
+    match value.trim() {
+        "always" => Some(ThpEnabled::Always),
+        "inherit" if allow_inherit => Some(ThpEnabled::Inherit),
+        "madvise" => Some(ThpEnabled::Madvise),
+        "never" => Some(ThpEnabled::Never),
+        _ => None,
+    }
+}
+
+fn thp_enabled_name(e: ThpEnabled) -> &'static str {
+    match e {
+        ThpEnabled::Always => "always",
+        ThpEnabled::Inherit => "inherit",
+        ThpEnabled::Madvise => "madvise",
+        ThpEnabled::Never => "never",
+    }
+}
+
+fn thp_defrag_name(d: ThpDefrag) -> &'static str {
+    match d {
+        ThpDefrag::Always => "always",
+        ThpDefrag::Defer => "defer",
+        ThpDefrag::DeferMadvise => "defer+madvise",
+        ThpDefrag::Madvise => "madvise",
+        ThpDefrag::Never => "never",
+    }
+}
+
+/// Parses a `memory.max` value: a size, or `max` for no limit.
+pub fn parse_memory_max(value: &str) -> Result<Option<u64>, String> {
+    let value = value.trim();
+    if value == "max" {
+        return Ok(None);
+    }
+    match super::parse::parse_size(value) {
+        Ok(0) => Err(format!(
+            "expected a limit greater than 0 or max, found {value:?}"
+        )),
+        Ok(bytes) => Ok(Some(bytes)),
+        Err(_) => Err(format!("expected {MEMORY_MAX_VALUES}, found {value:?}")),
+    }
+}
+
+impl Knobs {
+    /// Sets the knob at a kernel path, as writing `value` to that file would. The error says what
+    /// was expected. `memory.max` forms are recorded in `memory_max`; whether the named cgroup exists
+    /// is for the caller to check, since the knob table does not know the scenario.
+    pub fn set(&mut self, path: &str, value: &str) -> Result<(), String> {
+        if let Some(order) = mthp_order_of_path(path) {
+            self.mthp_enabled[order] = parse_thp_enabled(value, true)
+                .ok_or_else(|| format!("expected one of {MTHP_VALUES}, found {value:?}"))?;
+            return Ok(());
+        }
+        if let Some(cgroup) = memory_max_cgroup(path) {
+            let limit = parse_memory_max(value)?;
+            match cgroup {
+                // a bare memory.max replaces every earlier setting
+                None => self.memory_max.clear(),
+                Some(name) => self.memory_max.retain(|(c, _)| c.as_deref() != Some(name)),
+            }
+            self.memory_max.push((cgroup.map(str::to_string), limit));
+            return Ok(());
+        }
+        let Some(info) = SCALAR_KNOBS.iter().find(|k| k.path == path) else {
+            return Err(unknown_knob_message(path));
+        };
+        let expected = info.values;
+        let bad = || format!("expected one of {expected}, found {value:?}");
+        match path {
+            "/sys/kernel/mm/transparent_hugepage/enabled" => {
+                self.thp_enabled = parse_thp_enabled(value, false).ok_or_else(bad)?;
+            }
+            "/sys/kernel/mm/transparent_hugepage/defrag" => {
+                self.thp_defrag = match value.trim() {
+                    "always" => ThpDefrag::Always,
+                    "defer" => ThpDefrag::Defer,
+                    "defer+madvise" => ThpDefrag::DeferMadvise,
+                    "madvise" => ThpDefrag::Madvise,
+                    "never" => ThpDefrag::Never,
+                    _ => return Err(bad()),
+                };
+            }
+            "/sys/kernel/mm/transparent_hugepage/khugepaged/max_ptes_none" => {
+                self.max_ptes_none = parse_in_range(value, 0, 511, expected)? as u32;
+            }
+            "/proc/sys/vm/min_free_kbytes" => {
+                self.min_free_kbytes = Some(parse_in_range(value, 1, u64::MAX / 1024, expected)?);
+            }
+            "/proc/sys/vm/watermark_scale_factor" => {
+                self.watermark_scale_factor = parse_in_range(value, 1, 3000, expected)? as u32;
+            }
+            "/proc/sys/vm/swappiness" => {
+                self.swappiness = parse_in_range(value, 0, 200, expected)? as u32;
+            }
+            "/proc/sys/vm/page-cluster" => {
+                self.page_cluster = parse_in_range(value, 0, 31, expected)? as u32;
+            }
+            "/proc/sys/kernel/numa_balancing" => {
+                self.numa_balancing = parse_in_range(value, 0, 3, expected)? as u32;
+            }
+            "/sys/kernel/mm/numa/demotion_enabled" => {
+                self.demotion_enabled = match value.trim() {
+                    "true" | "1" => true,
+                    "false" | "0" => false,
+                    _ => return Err(bad()),
+                };
+            }
+            _ => return Err(unknown_knob_message(path)),
+        }
+        Ok(())
+    }
+
+    /// The current value of a knob as its file would read (memory.max forms excluded).
+    pub fn get(&self, path: &str) -> Option<String> {
+        if let Some(order) = mthp_order_of_path(path) {
+            return Some(thp_enabled_name(self.mthp_enabled[order]).to_string());
+        }
+        let value = match path {
+            "/sys/kernel/mm/transparent_hugepage/enabled" => {
+                thp_enabled_name(self.thp_enabled).to_string()
+            }
+            "/sys/kernel/mm/transparent_hugepage/defrag" => {
+                thp_defrag_name(self.thp_defrag).to_string()
+            }
+            "/sys/kernel/mm/transparent_hugepage/khugepaged/max_ptes_none" => {
+                self.max_ptes_none.to_string()
+            }
+            "/proc/sys/vm/min_free_kbytes" => match self.min_free_kbytes {
+                Some(kb) => kb.to_string(),
+                None => "computed at boot".to_string(),
+            },
+            "/proc/sys/vm/watermark_scale_factor" => self.watermark_scale_factor.to_string(),
+            "/proc/sys/vm/swappiness" => self.swappiness.to_string(),
+            "/proc/sys/vm/page-cluster" => self.page_cluster.to_string(),
+            "/proc/sys/kernel/numa_balancing" => self.numa_balancing.to_string(),
+            "/sys/kernel/mm/numa/demotion_enabled" => self.demotion_enabled.to_string(),
+            _ => return None,
+        };
+        Some(value)
+    }
+}
+
+fn unknown_knob_message(path: &str) -> String {
+    if let Some(near) = nearest_path(path) {
+        return format!("unknown knob; expected a path from `foliosim list`, e.g. {near}");
+    }
+    format!(
+        "unknown knob; expected a kernel path from `foliosim list` (e.g. {THP_DIR}/enabled) \
+         or [<cgroup>/]memory.max"
+    )
+}
+
+/// The supported path closest to a mistyped one (a few edits away, or the same file name in
+/// another directory), for the error message.
+fn nearest_path(path: &str) -> Option<String> {
+    let file_name = |p: &str| p.rsplit('/').next().unwrap_or("").to_string();
+    let mut best: Option<(usize, String)> = None;
+    for known in knob_paths() {
+        let distance = if file_name(&known) == file_name(path) && !path.contains("hugepages-") {
+            0
+        } else {
+            edit_distance(path, &known)
+        };
+        if distance <= 3 && best.as_ref().is_none_or(|(d, _)| distance < *d) {
+            best = Some((distance, known));
+        }
+    }
+    best.map(|(_, p)| p)
+}
+
+/// Levenshtein distance over bytes; paths are short, so the O(n*m) table is cheap.
+fn edit_distance(a: &str, b: &str) -> usize {
+    let (a, b) = (a.as_bytes(), b.as_bytes());
+    let mut previous: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.iter().enumerate() {
+        let mut current = vec![i + 1; b.len() + 1];
+        for (j, cb) in b.iter().enumerate() {
+            let substitute = previous[j] + usize::from(ca != cb);
+            current[j + 1] = substitute.min(previous[j + 1] + 1).min(current[j] + 1);
+        }
+        previous = current;
+    }
+    previous[b.len()]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mthp_paths_map_to_orders() {
+        let mut k = Knobs::default();
+        k.set(&format!("{THP_DIR}/hugepages-64kB/enabled"), "always")
+            .unwrap();
+        assert_eq!(k.mthp_enabled[4], ThpEnabled::Always);
+        k.set(&format!("{THP_DIR}/hugepages-2048kB/enabled"), "never")
+            .unwrap();
+        assert_eq!(k.mthp_enabled[PMD_ORDER], ThpEnabled::Never);
+        assert_eq!(
+            mthp_enabled_path(2),
+            format!("{THP_DIR}/hugepages-16kB/enabled")
+        );
+        // a mistyped size points at the nearest real one
+        assert!(k
+            .set(&format!("{THP_DIR}/hugepages-8kB/enabled"), "always")
+            .unwrap_err()
+            .contains("e.g. /sys/kernel/mm/transparent_hugepage/hugepages-"));
+    }
+
+    #[test]
+    fn values_are_checked_and_messages_name_the_expected_values() {
+        let mut k = Knobs::default();
+        let e = k.set(&format!("{THP_DIR}/enabled"), "inherit").unwrap_err();
+        assert!(e.contains("always|madvise|never"), "{e}");
+        let e = k.set("/proc/sys/vm/swappiness", "201").unwrap_err();
+        assert!(e.contains("0..=200"), "{e}");
+        let e = k
+            .set("/proc/sys/vm/watermark_scale_factor", "0")
+            .unwrap_err();
+        assert!(e.contains("1..=3000"), "{e}");
+        assert!(k.set("/proc/sys/vm/min_free_kbytes", "0").is_err());
+        k.set("/proc/sys/vm/min_free_kbytes", "65536").unwrap();
+        assert_eq!(k.min_free_kbytes, Some(65536));
+        k.set("/sys/kernel/mm/numa/demotion_enabled", "1").unwrap();
+        assert!(k.demotion_enabled);
+        k.set(&format!("{THP_DIR}/defrag"), "defer+madvise")
+            .unwrap();
+        assert_eq!(k.thp_defrag, ThpDefrag::DeferMadvise);
+        assert!(k
+            .set("/proc/sys/vm/nope", "1")
+            .unwrap_err()
+            .contains("unknown knob"));
+        // a typo or a wrong directory suggests the real path
+        assert!(k
+            .set("/proc/sys/vm/swapiness", "1")
+            .unwrap_err()
+            .ends_with("e.g. /proc/sys/vm/swappiness"));
+        assert!(k
+            .set("/sys/vm/swappiness", "1")
+            .unwrap_err()
+            .ends_with("e.g. /proc/sys/vm/swappiness"));
+    }
+
+    #[test]
+    fn memory_max_overrides_replace_earlier_ones() {
+        let mut k = Knobs::default();
+        k.set("bench/memory.max", "1G").unwrap();
+        k.set("other/memory.max", "max").unwrap();
+        k.set("bench/memory.max", "470M").unwrap();
+        assert_eq!(
+            k.memory_max,
+            vec![
+                (Some("other".to_string()), None),
+                (Some("bench".to_string()), Some(470 << 20))
+            ]
+        );
+        k.set("memory.max", "2G").unwrap();
+        assert_eq!(k.memory_max, vec![(None, Some(2 << 30))]);
+        assert!(k.set("memory.max", "0").is_err());
+        assert!(k.set("memory.max", "lots").is_err());
+        assert!(k.set("a/b/memory.max", "1G").is_err());
+    }
+
+    #[test]
+    fn table_lists_every_path_with_its_default() {
+        let table = knob_table();
+        let paths: Vec<&str> = table.iter().map(|(p, _)| p.as_str()).collect();
+        for path in knob_paths() {
+            assert!(paths.contains(&path.as_str()));
+            // every listed path is settable to its own default
+            let mut k = Knobs::default();
+            if let Some(v) = Knobs::default().get(&path) {
+                if path != "/proc/sys/vm/min_free_kbytes" {
+                    k.set(&path, &v).unwrap();
+                    assert_eq!(k, Knobs::default());
+                }
+            }
+        }
+        let thp = table
+            .iter()
+            .find(|(p, _)| p == "/sys/kernel/mm/transparent_hugepage/hugepages-2048kB/enabled")
+            .unwrap();
+        assert!(thp.1.contains("default inherit"), "{}", thp.1);
+    }
+}

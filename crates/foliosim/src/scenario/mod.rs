@@ -1,0 +1,244 @@
+//! Scenarios: the TOML a user writes (machine, swap, cgroups, knobs, tasks, variants), kernel
+//! profiles, and the sysfs/procfs knob table. `parse` turns a file into a checked `Scenario`;
+//! nothing past this module sees malformed input.
+
+pub mod knobs;
+pub mod parse;
+pub mod profile;
+
+use std::collections::BTreeMap;
+
+pub use knobs::Knobs;
+pub use profile::Profile;
+
+/// A user-facing error: names the file, the key, and what was expected. Exit status 2.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InputError {
+    pub file: String,
+    pub key: String,
+    pub message: String,
+}
+
+impl std::fmt::Display for InputError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.key.is_empty() {
+            write!(f, "{}: {}", self.file, self.message)
+        } else {
+            write!(f, "{}: {}: {}", self.file, self.key, self.message)
+        }
+    }
+}
+
+impl std::error::Error for InputError {}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Tier {
+    Dram,
+    Cxl,
+}
+
+#[derive(Clone, Debug)]
+pub struct NodeSpec {
+    pub memory_bytes: u64,
+    /// CPUs that belong to this node (0 for a CPU-less memory node).
+    pub cpus: u32,
+    pub tier: Tier,
+}
+
+#[derive(Clone, Debug)]
+pub struct MachineSpec {
+    /// Hardware cost profile name (see `machine::hw`).
+    pub hardware: String,
+    pub nodes: Vec<NodeSpec>,
+}
+
+impl MachineSpec {
+    pub fn nr_cpus(&self) -> u32 {
+        self.nodes.iter().map(|n| n.cpus).sum()
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SwapKind {
+    /// brd-like RAM disk: synchronous, non-rotational block device.
+    Brd,
+    /// Compressed RAM disk: synchronous, non-rotational.
+    Zram,
+    /// Non-rotational block device with a queue.
+    Ssd,
+    /// Rotational block device.
+    Hdd,
+}
+
+#[derive(Clone, Debug)]
+pub struct SwapSpec {
+    pub name: String,
+    pub kind: SwapKind,
+    pub size_bytes: u64,
+    /// swapon priority; higher is used first. Default -2, -3, ... in file order, as swapon does.
+    pub priority: i32,
+    pub discard: bool,
+}
+
+#[derive(Clone, Debug)]
+pub struct CgroupSpec {
+    pub name: String,
+    /// `memory.max`; None is "max".
+    pub memory_max_bytes: Option<u64>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Advice {
+    Hugepage,
+    NoHugepage,
+    Pageout,
+    Cold,
+    DontNeed,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Pattern {
+    Sequential,
+    Random,
+    /// Zipf over the pages of the range with the given exponent (x1000).
+    Zipf {
+        theta_milli: u32,
+    },
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Access {
+    Read,
+    Write,
+}
+
+/// One operation of a task's program. Regions are named by the program; offsets and lengths are
+/// bytes within the region (`len_bytes` None = to the end).
+#[derive(Clone, Debug, PartialEq)]
+pub enum Op {
+    Mmap {
+        region: String,
+        size_bytes: u64,
+    },
+    Munmap {
+        region: String,
+    },
+    Madvise {
+        region: String,
+        advice: Advice,
+        offset_bytes: u64,
+        len_bytes: Option<u64>,
+    },
+    Touch {
+        region: String,
+        access: Access,
+        pattern: Pattern,
+        offset_bytes: u64,
+        len_bytes: Option<u64>,
+        /// Number of page touches; None = each page of the range once (sequential) or as many
+        /// touches as the range has pages (random, zipf).
+        count: Option<u64>,
+        /// Content class written (content::ZERO for zeros); ignored for reads.
+        data: u8,
+        /// CPU time per touch beyond the memory access itself (the program's own work).
+        work_ns: u64,
+    },
+    /// The child runs `child` in a copy of this address space and then exits.
+    Fork {
+        name: String,
+        child: Vec<Op>,
+    },
+    Sleep {
+        ns: u64,
+    },
+    /// Waits until every task that names this barrier has reached it.
+    Barrier {
+        name: String,
+    },
+    Exit,
+    /// Start of one iteration of a generator's loop: counters and time are noted.
+    IterationStart,
+    /// End of that iteration: its figures go into the result's `iterations`.
+    IterationEnd {
+        report: IterationReport,
+    },
+}
+
+/// What one iteration reports.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum IterationReport {
+    /// Its simulated time only (`time_ns`).
+    Time,
+    /// thp_swap_allocator_test's line for one mTHP size: `swpout_inc`, `fallback_inc`,
+    /// `fallback_pct`.
+    MthpSwpout { order: u32 },
+}
+
+/// What a task runs: an explicit list of operations, or a benchmark generator.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Program {
+    Ops(Vec<Op>),
+    /// vm-scalability `usemem -n PROCESSES SIZE` (anonymous, private, write once).
+    Usemem {
+        processes: u32,
+        size_bytes: u64,
+    },
+    /// tools/mm/thp_swap_allocator_test with its `-a` (aligned swap-in) and `-s` (small folios)
+    /// flags, for `iterations` rounds.
+    ThpSwapAllocator {
+        aligned: bool,
+        small_folios: bool,
+        iterations: u32,
+    },
+}
+
+#[derive(Clone, Debug)]
+pub struct TaskSpec {
+    pub name: String,
+    pub cgroup: Option<String>,
+    /// Node the task's CPUs belong to (memory policy: local).
+    pub node: u32,
+    pub program: Program,
+}
+
+#[derive(Clone, Debug)]
+pub struct Variant {
+    pub name: String,
+    /// Knob settings by kernel path, applied after the scenario's own knobs.
+    pub knobs: Vec<(String, String)>,
+}
+
+#[derive(Clone, Debug)]
+pub struct Scenario {
+    /// Path as given by the user, for messages.
+    pub file: String,
+    pub name: String,
+    pub description: String,
+    pub machine: MachineSpec,
+    pub swap: Vec<SwapSpec>,
+    pub cgroups: Vec<CgroupSpec>,
+    /// Knob settings by kernel path, in file order.
+    pub knobs: Vec<(String, String)>,
+    /// Profiles run when the command line names none.
+    pub profiles: Vec<String>,
+    pub variants: Vec<Variant>,
+    pub tasks: Vec<TaskSpec>,
+    /// Interval of the time series, in simulated ns.
+    pub sample_interval_ns: u64,
+    /// The seed's published figures, carried to `reproduce` output unchanged.
+    pub published: serde_json::Value,
+}
+
+/// Everything one run needs, resolved: scenario, profile, knobs with overrides applied.
+#[derive(Clone, Debug)]
+pub struct RunSpec {
+    pub scenario: Scenario,
+    pub profile: Profile,
+    pub variant: Option<String>,
+    pub knobs: Knobs,
+    pub seed: u64,
+    pub check: bool,
+}
+
+/// Ordered map used in results so that output is deterministic.
+pub type Counters = BTreeMap<String, u64>;

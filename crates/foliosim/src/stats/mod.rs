@@ -1,0 +1,5 @@
+pub mod report;
+pub mod result;
+pub mod vmstat;
+
+pub use vmstat::{Memcg, Mthp, Vm, VmStat};

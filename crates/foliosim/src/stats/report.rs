@@ -1,0 +1,118 @@
+//! Turning the kernel's state at the end of a run into a `RunResult`, and the time series.
+
+use super::result::RunResult;
+use super::vmstat::{Vm, MEMCG_NAMES, MTHP_NAMES, VM_NAMES};
+use crate::mm::Kernel;
+use crate::scenario::knobs::{order_size_name, ANON_ORDERS};
+use crate::scenario::Counters;
+use crate::workload::task::Report;
+use serde_json::{json, Map};
+use std::collections::BTreeMap;
+
+/// Columns sampled over simulated time.
+const SERIES_VM: &[Vm] = &[
+    Vm::Pgfault,
+    Vm::Pswpout,
+    Vm::Pswpin,
+    Vm::PgscanDirect,
+    Vm::PgscanKswapd,
+    Vm::OomKill,
+];
+
+#[derive(Default)]
+pub struct Series {
+    cols: BTreeMap<String, Vec<u64>>,
+}
+
+impl Series {
+    pub fn sample(&mut self, k: &Kernel, t_ns: u64) {
+        let mut push = |name: &str, v: u64| self.cols.entry(name.to_string()).or_default().push(v);
+        push("t_ns", t_ns);
+        push("nr_free_pages", k.nr_free_pages());
+        for &item in SERIES_VM {
+            push(item.name(), k.stat.get(item));
+        }
+        for cg in k.memcgs.iter().skip(1) {
+            push(&format!("memcg:{}:usage_pages", cg.name), cg.usage_pages);
+        }
+    }
+}
+
+pub fn build(k: &Kernel, series: Series) -> RunResult {
+    let vmstat: Counters = VM_NAMES
+        .iter()
+        .zip(k.stat.vm.iter())
+        .map(|(n, v)| (n.to_string(), *v))
+        .collect();
+    let mut mthp = BTreeMap::new();
+    for order in ANON_ORDERS {
+        let c: Counters = MTHP_NAMES
+            .iter()
+            .zip(k.stat.mthp[order].iter())
+            .map(|(n, v)| (n.to_string(), *v))
+            .collect();
+        mthp.insert(order_size_name(order), c);
+    }
+    let mut memcg = BTreeMap::new();
+    for cg in k.memcgs.iter().skip(1) {
+        let mut c: Counters = MEMCG_NAMES
+            .iter()
+            .zip(cg.stat.iter())
+            .map(|(n, v)| (n.to_string(), *v))
+            .collect();
+        c.insert("usage_pages".into(), cg.usage_pages);
+        memcg.insert(cg.name.clone(), c);
+    }
+    let mut zram = BTreeMap::new();
+    for si in k
+        .swap
+        .iter()
+        .filter(|s| s.kind == crate::scenario::SwapKind::Zram)
+    {
+        let mut c = Counters::new();
+        c.insert(
+            "orig_data_size".into(),
+            si.zram.pages_stored * crate::mm::PAGE_SIZE,
+        );
+        c.insert("compr_data_size".into(), si.zram.compr_data_size);
+        c.insert("same_pages".into(), si.zram.same_pages);
+        c.insert("pages_stored".into(), si.zram.pages_stored);
+        zram.insert(si.name.clone(), c);
+    }
+    let mut tasks = Vec::new();
+    let mut sim_time_ns = 0;
+    for t in k.tasks.iter().filter(|t| t.is_user()) {
+        sim_time_ns = sim_time_ns.max(t.exit_ns);
+        let mut m = Map::new();
+        m.insert("name".into(), json!(t.name));
+        m.insert("exit_ns".into(), json!(t.exit_ns));
+        m.insert("oom_killed".into(), json!(t.oom_killed));
+        m.insert("touches".into(), json!(t.touches));
+        m.insert("direct_reclaim_ns".into(), json!(t.direct_reclaim_ns));
+        m.insert("direct_reclaim_pages".into(), json!(t.direct_reclaim_pages));
+        if let Report::Usemem { size_bytes } = t.report {
+            use crate::workload::usemem::{throughput, START_OP, WRITE_OP};
+            if !t.oom_killed {
+                let (bytes, usecs, kbps) =
+                    throughput(size_bytes, t.op_end_ns[START_OP], t.op_end_ns[WRITE_OP]);
+                m.insert("bytes".into(), json!(bytes));
+                m.insert("usecs".into(), json!(usecs));
+                m.insert("throughput_kbps".into(), json!(kbps));
+            }
+        }
+        tasks.push(m);
+    }
+    RunResult {
+        profile: k.spec.profile.name.clone(),
+        variant: k.spec.variant.clone(),
+        seed: k.spec.seed,
+        sim_time_ns,
+        vmstat,
+        mthp,
+        memcg,
+        zram,
+        tasks,
+        iterations: k.iterations.clone(),
+        series: series.cols,
+    }
+}

@@ -1,0 +1,111 @@
+//! Counters with the kernel's names: /proc/vmstat items, hugepages-<size>/stats items and
+//! memory.stat items. Each counter is named once, here.
+
+macro_rules! counters {
+    ($ty:ident, $names:ident, $( $v:ident = $n:literal ),* $(,)?) => {
+        #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+        #[repr(usize)]
+        pub enum $ty { $( $v ),* }
+        pub const $names: &[&str] = &[ $( $n ),* ];
+        impl $ty {
+            pub const COUNT: usize = $names.len();
+            pub fn name(self) -> &'static str { $names[self as usize] }
+        }
+    };
+}
+
+counters!(
+    Vm,
+    VM_NAMES,
+    Pgfault = "pgfault",
+    Pgmajfault = "pgmajfault",
+    Pswpin = "pswpin",
+    Pswpout = "pswpout",
+    PgscanKswapd = "pgscan_kswapd",
+    PgscanDirect = "pgscan_direct",
+    PgstealKswapd = "pgsteal_kswapd",
+    PgstealDirect = "pgsteal_direct",
+    PgscanAnon = "pgscan_anon",
+    PgstealAnon = "pgsteal_anon",
+    Pgactivate = "pgactivate",
+    Pgdeactivate = "pgdeactivate",
+    Pgrefill = "pgrefill",
+    Pgalloc = "pgalloc_normal",
+    Pgfree = "pgfree",
+    AllocstallNormal = "allocstall_normal",
+    KswapdWakeups = "pageoutrun",
+    ThpFaultAlloc = "thp_fault_alloc",
+    ThpFaultFallback = "thp_fault_fallback",
+    ThpFaultFallbackCharge = "thp_fault_fallback_charge",
+    ThpSplitPage = "thp_split_page",
+    ThpSplitPageFailed = "thp_split_page_failed",
+    ThpSplitPmd = "thp_split_pmd",
+    ThpSwpout = "thp_swpout",
+    ThpSwpoutFallback = "thp_swpout_fallback",
+    ThpDeferredSplitPage = "thp_deferred_split_page",
+    OomKill = "oom_kill",
+    NrTlbLocalFlushAll = "nr_tlb_local_flush_all",
+    NrTlbLocalFlushOne = "nr_tlb_local_flush_one",
+    NrTlbRemoteFlush = "nr_tlb_remote_flush",
+    NrTlbRemoteFlushReceived = "nr_tlb_remote_flush_received",
+    SwapRa = "swap_ra",
+);
+
+counters!(
+    Mthp,
+    MTHP_NAMES,
+    AnonFaultAlloc = "anon_fault_alloc",
+    AnonFaultFallback = "anon_fault_fallback",
+    AnonFaultFallbackCharge = "anon_fault_fallback_charge",
+    Swpout = "swpout",
+    SwpoutFallback = "swpout_fallback",
+    Swpin = "swpin",
+    SplitCount = "split",
+    SplitFailed = "split_failed",
+    SplitDeferred = "split_deferred",
+);
+
+counters!(
+    Memcg,
+    MEMCG_NAMES,
+    Pgfault = "pgfault",
+    Pgmajfault = "pgmajfault",
+    Pswpin = "pswpin",
+    Pswpout = "pswpout",
+    Pgscan = "pgscan",
+    Pgsteal = "pgsteal",
+    ThpSwpout = "thp_swpout",
+    ThpSwpoutFallback = "thp_swpout_fallback",
+    OomKill = "oom_kill",
+    MaxEvents = "max",
+);
+
+#[derive(Clone, Debug)]
+pub struct VmStat {
+    pub vm: [u64; Vm::COUNT],
+    /// Per order 0..=9; only orders with a sysfs directory are reported.
+    pub mthp: [[u64; Mthp::COUNT]; 10],
+}
+
+impl Default for VmStat {
+    fn default() -> Self {
+        VmStat {
+            vm: [0; Vm::COUNT],
+            mthp: [[0; Mthp::COUNT]; 10],
+        }
+    }
+}
+
+impl VmStat {
+    #[inline]
+    pub fn count(&mut self, item: Vm, n: u64) {
+        self.vm[item as usize] += n;
+    }
+    #[inline]
+    pub fn count_mthp(&mut self, order: u32, item: Mthp) {
+        self.mthp[order as usize][item as usize] += 1;
+    }
+    pub fn get(&self, item: Vm) -> u64 {
+        self.vm[item as usize]
+    }
+}

@@ -1,0 +1,554 @@
+//! Running the workload: spawning tasks, the scheduler loop, and each operation of a program.
+//!
+//! The scheduler always advances the runnable task with the smallest clock by at most one quantum
+//! on the CPU of its node that frees up first, so tasks beyond the CPU count wait their turn.
+//! A task holds its CPU while it waits for a device (reads, queued writes); sleeps and barriers
+//! release it.
+
+use super::task::{Region, Report, Task, TaskKind, TaskState, TOUCH_AHEAD};
+use crate::mm::memory::Killed;
+use crate::mm::vma::{VM_HUGEPAGE, VM_NOHUGEPAGE};
+use crate::mm::vmscan::DEF_PRIORITY;
+use crate::mm::Kernel;
+use crate::scenario::{Access, Advice, InputError, Op, Pattern, Program};
+use crate::sim::rng::{Rng, Zipf};
+use crate::stats::result::RunResult;
+use crate::RunError;
+use std::rc::Rc;
+
+/// Longest stretch a task runs before the scheduler looks again.
+const QUANTUM_NS: u64 = 100_000;
+/// How often (in scheduler steps) `--check` runs the invariant checker during a run.
+const CHECK_EVERY_STEPS: u64 = 20_000;
+
+impl Kernel {
+    pub fn spawn_kernel_threads(&mut self) {
+        for node in 0..self.nodes.len() as u32 {
+            let id = self.tasks.len() as u32;
+            let mut t = Task::new(
+                id,
+                format!("kswapd{node}"),
+                TaskKind::Kswapd {
+                    node,
+                    priority: DEF_PRIORITY,
+                },
+                0,
+                node,
+                Rc::new(Vec::new()),
+            );
+            t.state = TaskState::Blocked;
+            self.tasks.push(t);
+            self.nodes[node as usize].kswapd = id;
+        }
+    }
+
+    pub fn spawn_workload(&mut self) -> Result<(), InputError> {
+        let specs = self.spec.scenario.tasks.clone();
+        for ts in &specs {
+            let memcg = match &ts.cgroup {
+                None => 0,
+                Some(name) => self
+                    .memcgs
+                    .iter()
+                    .position(|c| &c.name == name)
+                    .ok_or_else(|| InputError {
+                        file: self.spec.scenario.file.clone(),
+                        key: format!("task.{}.cgroup", ts.name),
+                        message: format!("expected a defined cgroup, found {name:?}"),
+                    })? as u16,
+            };
+            match &ts.program {
+                Program::Ops(ops) => {
+                    self.spawn_user(
+                        ts.name.clone(),
+                        memcg,
+                        ts.node,
+                        Rc::new(ops.clone()),
+                        Report::None,
+                    );
+                }
+                Program::ThpSwapAllocator {
+                    aligned,
+                    small_folios,
+                    iterations,
+                } => {
+                    let ops =
+                        super::thp_swap_allocator::program(*aligned, *small_folios, *iterations);
+                    self.spawn_user(ts.name.clone(), memcg, ts.node, Rc::new(ops), Report::None);
+                }
+                Program::Usemem {
+                    processes,
+                    size_bytes,
+                } => {
+                    let ops = Rc::new(super::usemem::program(&ts.name, *size_bytes, &self.hw));
+                    for i in 0..*processes {
+                        let report = Report::Usemem {
+                            size_bytes: *size_bytes,
+                        };
+                        self.spawn_user(
+                            format!("{}-{i}", ts.name),
+                            memcg,
+                            ts.node,
+                            ops.clone(),
+                            report,
+                        );
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn spawn_user(
+        &mut self,
+        name: String,
+        memcg: u16,
+        node: u32,
+        program: Rc<Vec<Op>>,
+        report: Report,
+    ) -> u32 {
+        let id = self.tasks.len() as u32;
+        let mut t = Task::new(id, name, TaskKind::User, memcg, node, program);
+        t.report = report;
+        t.mm = Some(self.mm_create(memcg, id));
+        self.tasks.push(t);
+        self.runq.push(0, id);
+        id
+    }
+
+    /// Wakes a blocked kernel thread at the current time.
+    pub fn wake_task(&mut self, t: u32) {
+        let now = self.clock_ns;
+        let task = &mut self.tasks[t as usize];
+        if task.state == TaskState::Blocked && !task.is_user() {
+            task.state = TaskState::Runnable;
+            task.clock_ns = task.clock_ns.max(now);
+            self.runq.push(task.clock_ns, t);
+        }
+    }
+
+    pub fn kill_task(&mut self, t: u32) {
+        self.tasks[t as usize].oom_killed = true;
+        self.do_exit(t);
+    }
+
+    fn do_exit(&mut self, t: u32) {
+        if self.tasks[t as usize].state == TaskState::Exited {
+            return;
+        }
+        let clock = if t == self.current {
+            self.clock_ns
+        } else {
+            self.tasks[t as usize].clock_ns
+        };
+        let task = &mut self.tasks[t as usize];
+        task.state = TaskState::Exited;
+        task.exit_ns = clock;
+        if let Some(mm) = task.mm {
+            self.exit_mmap(mm);
+        }
+        self.barrier_participant_left();
+    }
+
+    fn blocked_at_barrier(task: &Task, name: &str) -> bool {
+        task.state == TaskState::Blocked
+            && task.pc > 0
+            && matches!(&task.program[task.pc - 1], Op::Barrier { name: n } if n == name)
+    }
+
+    /// Live tasks that wait at the barrier now or will reach it later.
+    fn barrier_participants(&self, name: &str) -> Vec<u32> {
+        self.tasks
+            .iter()
+            .filter(|o| o.is_user() && o.is_running())
+            .filter(|o| {
+                Self::blocked_at_barrier(o, name)
+                    || o.program[o.pc..]
+                        .iter()
+                        .any(|op| matches!(op, Op::Barrier { name: n } if n == name))
+            })
+            .map(|o| o.id)
+            .collect()
+    }
+
+    fn barrier_arrive(&mut self, t: u32, name: &str) {
+        self.tasks[t as usize].state = TaskState::Blocked;
+        self.tasks[t as usize].clock_ns = self.clock_ns;
+        self.barrier_release_if_complete(name);
+    }
+
+    /// Releases everyone at the barrier, at the latest arrival's clock, once all have arrived.
+    fn barrier_release_if_complete(&mut self, name: &str) {
+        let group = self.barrier_participants(name);
+        if group.is_empty()
+            || !group
+                .iter()
+                .all(|&o| Self::blocked_at_barrier(&self.tasks[o as usize], name))
+        {
+            return;
+        }
+        let release = group
+            .iter()
+            .map(|&o| self.tasks[o as usize].clock_ns)
+            .max()
+            .unwrap_or(0);
+        for o in group {
+            let task = &mut self.tasks[o as usize];
+            task.state = TaskState::Runnable;
+            task.clock_ns = release;
+            let pc = task.pc;
+            task.op_end_ns[pc - 1] = release;
+            self.runq.push(release, o);
+        }
+    }
+
+    /// A task that exits can no longer hold up a barrier the others wait at.
+    fn barrier_participant_left(&mut self) {
+        let waiting: Vec<String> = self
+            .tasks
+            .iter()
+            .filter(|o| o.is_user() && o.state == TaskState::Blocked && o.pc > 0)
+            .filter_map(|o| match &o.program[o.pc - 1] {
+                Op::Barrier { name } => Some(name.clone()),
+                _ => None,
+            })
+            .collect();
+        for name in waiting {
+            self.barrier_release_if_complete(&name);
+        }
+    }
+
+    fn pick_cpu(&self, node: u32) -> u32 {
+        let cpus = &self.nodes[node as usize].cpus;
+        let candidates: Box<dyn Iterator<Item = u32>> = if cpus.is_empty() {
+            Box::new(0..self.cpus.len() as u32)
+        } else {
+            Box::new(cpus.iter().copied())
+        };
+        candidates
+            .min_by_key(|&c| (self.cpus[c as usize].busy.busy_until_ns, c))
+            .unwrap_or(0)
+    }
+
+    fn total_touches_planned(&self) -> u64 {
+        let mut total = 0;
+        for t in self.tasks.iter().filter(|t| t.is_user()) {
+            for op in t.program.iter() {
+                if let Op::Touch {
+                    count, len_bytes, ..
+                } = op
+                {
+                    total += count
+                        .unwrap_or(len_bytes.unwrap_or(0) / crate::mm::PAGE_SIZE)
+                        .max(1);
+                }
+                if let Op::Mmap { size_bytes, .. } = op {
+                    total += size_bytes / crate::mm::PAGE_SIZE / 4;
+                }
+            }
+        }
+        total.max(1)
+    }
+
+    pub fn run(mut self, progress: &mut dyn FnMut(f64)) -> Result<RunResult, RunError> {
+        let planned = self.total_touches_planned();
+        let interval = self.spec.scenario.sample_interval_ns.max(1);
+        let mut series = crate::stats::report::Series::default();
+        let mut next_sample_ns = 0;
+        let mut steps = 0u64;
+        let mut last_progress = 0.0;
+        while let Some((clock, t)) = self.runq.pop() {
+            let task = &self.tasks[t as usize];
+            if task.state != TaskState::Runnable || task.clock_ns != clock {
+                continue;
+            }
+            if !self.tasks.iter().any(|t| t.is_user() && t.is_running()) {
+                break;
+            }
+            while next_sample_ns <= clock {
+                series.sample(&self, next_sample_ns);
+                next_sample_ns += interval;
+            }
+            let cpu = self.pick_cpu(task.node);
+            self.current = t;
+            self.current_cpu = cpu;
+            self.clock_ns = clock.max(self.cpus[cpu as usize].busy.busy_until_ns);
+            let cpu_end = self.step(t, self.clock_ns + QUANTUM_NS);
+            self.cpus[cpu as usize].busy.busy_until_ns = cpu_end;
+            let task = &mut self.tasks[t as usize];
+            if task.state == TaskState::Runnable {
+                task.clock_ns = self.clock_ns;
+                self.runq.push(self.clock_ns, t);
+            }
+            steps += 1;
+            if self.spec.check && steps % CHECK_EVERY_STEPS == 0 {
+                let v = crate::check::check(&self);
+                if !v.is_empty() {
+                    return Err(RunError::Check(v));
+                }
+            }
+            if steps % 256 == 0 {
+                let done: u64 = self.tasks.iter().map(|t| t.touches).sum();
+                let f = (done as f64 / planned as f64).min(1.0);
+                if f - last_progress >= 0.01 {
+                    last_progress = f;
+                    progress(f);
+                }
+            }
+        }
+        series.sample(&self, next_sample_ns);
+        if self.spec.check {
+            let v = crate::check::check(&self);
+            if !v.is_empty() {
+                return Err(RunError::Check(v));
+            }
+        }
+        progress(1.0);
+        Ok(crate::stats::report::build(&self, series))
+    }
+
+    /// Runs task `t` until `quantum_end_ns`, a block, or its end. Returns when its CPU is free.
+    fn step(&mut self, t: u32, quantum_end_ns: u64) -> u64 {
+        if let TaskKind::Kswapd { node, mut priority } = self.tasks[t as usize].kind {
+            let mut busy = true;
+            while busy && self.clock_ns < quantum_end_ns {
+                busy = self.kswapd_round(node, &mut priority);
+            }
+            self.tasks[t as usize].kind = TaskKind::Kswapd { node, priority };
+            if !busy {
+                self.tasks[t as usize].state = TaskState::Blocked;
+                self.tasks[t as usize].clock_ns = self.clock_ns;
+            }
+            return self.clock_ns;
+        }
+        let program = self.tasks[t as usize].program.clone();
+        while self.clock_ns < quantum_end_ns {
+            let pc = self.tasks[t as usize].pc;
+            let Some(op) = program.get(pc) else {
+                self.do_exit(t);
+                return self.clock_ns;
+            };
+            let finished = match self.run_op(t, op, quantum_end_ns) {
+                Ok(f) => f,
+                Err(Killed) => {
+                    self.tasks[t as usize].oom_killed = true;
+                    self.do_exit(t);
+                    return self.clock_ns;
+                }
+            };
+            if self.tasks[t as usize].state == TaskState::Exited {
+                return self.clock_ns;
+            }
+            if !finished {
+                continue;
+            }
+            let task = &mut self.tasks[t as usize];
+            task.op_end_ns[pc] = self.clock_ns;
+            task.pc += 1;
+            match op {
+                Op::Barrier { name } => {
+                    self.barrier_arrive(t, name);
+                    return self.clock_ns;
+                }
+                Op::Sleep { ns } => {
+                    let cpu_free = self.clock_ns;
+                    self.clock_ns += ns;
+                    self.tasks[t as usize].op_end_ns[pc] = self.clock_ns;
+                    return cpu_free;
+                }
+                _ => {}
+            }
+        }
+        self.clock_ns
+    }
+
+    fn region_of(&self, t: u32, name: &str) -> Result<Region, Killed> {
+        // Validation guarantees the region exists; a missing one means the program was cut short.
+        self.tasks[t as usize].region(name).cloned().ok_or(Killed)
+    }
+
+    /// Executes (part of) one operation. Ok(true) when the operation is complete.
+    fn run_op(&mut self, t: u32, op: &Op, quantum_end_ns: u64) -> Result<bool, Killed> {
+        let mm = self.tasks[t as usize].mm.expect("user task has an mm");
+        match op {
+            Op::Mmap { region, size_bytes } => {
+                let nr_pages = size_bytes.div_ceil(crate::mm::PAGE_SIZE) as u32;
+                let start = self.mmap_anon(mm, nr_pages);
+                let task = &mut self.tasks[t as usize];
+                task.regions.retain(|r| &r.name != region);
+                task.regions.push(Region {
+                    name: region.clone(),
+                    start,
+                    nr_pages,
+                });
+            }
+            Op::Munmap { region } => {
+                let r = self.region_of(t, region)?;
+                self.munmap(mm, r.start);
+                self.tasks[t as usize].regions.retain(|x| &x.name != region);
+            }
+            Op::Madvise {
+                region,
+                advice,
+                offset_bytes,
+                len_bytes,
+            } => {
+                let r = self.region_of(t, region)?;
+                let (from, to) = page_range(&r, *offset_bytes, *len_bytes);
+                self.madvise(mm, r.start, from, to, *advice);
+            }
+            Op::Touch {
+                region,
+                access,
+                pattern,
+                offset_bytes,
+                len_bytes,
+                count,
+                data,
+                work_ns,
+            } => {
+                if !self.tasks[t as usize].touch.started {
+                    let r = self.region_of(t, region)?;
+                    let (from, to) = page_range(&r, *offset_bytes, *len_bytes);
+                    let nr = to - from;
+                    let ts = &mut self.tasks[t as usize].touch;
+                    ts.started = true;
+                    ts.done = 0;
+                    ts.count = count.unwrap_or(nr as u64);
+                    ts.base = r.start + from;
+                    ts.nr_pages = nr;
+                    ts.zipf = match pattern {
+                        Pattern::Zipf { theta_milli } => {
+                            Some(Zipf::new(nr.max(1) as u64, *theta_milli as f64 / 1000.0))
+                        }
+                        _ => None,
+                    };
+                    ts.drawn = 0;
+                    let seed = self.rng.next_u64();
+                    self.tasks[t as usize].touch.rng = Some(Rng::new(seed));
+                }
+                let write = *access == Access::Write;
+                let per_touch_ns = work_ns
+                    + match pattern {
+                        Pattern::Sequential => 0,
+                        _ => self.hw.touch_resident_ns,
+                    };
+                loop {
+                    let ts = &self.tasks[t as usize].touch;
+                    if ts.done >= ts.count || ts.nr_pages == 0 {
+                        self.tasks[t as usize].touch = Default::default();
+                        return Ok(true);
+                    }
+                    if self.clock_ns >= quantum_end_ns {
+                        return Ok(false);
+                    }
+                    let page = match pattern {
+                        Pattern::Sequential => (ts.done % ts.nr_pages as u64) as u32,
+                        _ => self.next_random_page(t, mm),
+                    };
+                    let vpn = self.tasks[t as usize].touch.base + page;
+                    self.touch(mm, vpn, write, *data)?;
+                    self.clock_ns += per_touch_ns;
+                    let task = &mut self.tasks[t as usize];
+                    task.touch.done += 1;
+                    task.touches += 1;
+                }
+            }
+            Op::Fork { name, child } => {
+                let id = self.tasks.len() as u32;
+                let child_mm = self.fork_mm(mm, id);
+                let parent = &self.tasks[t as usize];
+                let mut c = Task::new(
+                    id,
+                    name.clone(),
+                    TaskKind::User,
+                    parent.memcg,
+                    parent.node,
+                    Rc::new(child.clone()),
+                );
+                c.regions = parent.regions.clone();
+                c.mm = Some(child_mm);
+                c.clock_ns = self.clock_ns;
+                self.tasks.push(c);
+                self.runq.push(self.clock_ns, id);
+            }
+            Op::Sleep { .. } | Op::Barrier { .. } => {}
+            Op::Exit => self.do_exit(t),
+            Op::IterationStart => {
+                self.tasks[t as usize].iteration_start = Some((self.clock_ns, self.stat.clone()));
+            }
+            Op::IterationEnd { report } => {
+                if let Some((start_ns, before)) = self.tasks[t as usize].iteration_start.take() {
+                    let figures = super::iteration_figures(
+                        *report,
+                        start_ns,
+                        self.clock_ns,
+                        &before,
+                        &self.stat,
+                    );
+                    self.iterations.push(figures);
+                }
+            }
+        }
+        Ok(true)
+    }
+
+    /// The next page of a random or zipf Touch, drawn a few ahead so that their page-table
+    /// entries are already in cache when they are used.
+    fn next_random_page(&mut self, t: u32, mm: u32) -> u32 {
+        let ts = &mut self.tasks[t as usize].touch;
+        let vi = self.mms[mm as usize].find_vma(ts.base);
+        let rng = ts.rng.as_mut().expect("random touch has a stream");
+        while ts.drawn < ts.count && ts.drawn - ts.done < TOUCH_AHEAD as u64 {
+            let page = match &ts.zipf {
+                Some(z) => z.sample(rng) as u32,
+                None => rng.below(ts.nr_pages as u64) as u32,
+            };
+            ts.ahead[(ts.drawn % TOUCH_AHEAD as u64) as usize] = page;
+            ts.drawn += 1;
+            if let Some(vi) = vi {
+                let v = &self.mms[mm as usize].vmas[vi];
+                if let Some(pte) = v.ptes.get((ts.base + page - v.start) as usize) {
+                    prefetch(pte);
+                }
+            }
+        }
+        ts.ahead[(ts.done % TOUCH_AHEAD as u64) as usize]
+    }
+
+    /// madvise on pages [from, to) of the VMA starting at `start`.
+    fn madvise(&mut self, mm: u32, start: u32, from: u32, to: u32, advice: Advice) {
+        let Some(vi) = self.mms[mm as usize].find_vma(start) else {
+            return;
+        };
+        let flags = &mut self.mms[mm as usize].vmas[vi].flags;
+        match advice {
+            Advice::Hugepage => *flags = (*flags | VM_HUGEPAGE) & !VM_NOHUGEPAGE,
+            Advice::NoHugepage => *flags = (*flags | VM_NOHUGEPAGE) & !VM_HUGEPAGE,
+            Advice::DontNeed => self.zap_range(mm, vi, from, to),
+            Advice::Pageout | Advice::Cold => {
+                self.madvise_cold_or_pageout(mm, vi, from, to, advice == Advice::Pageout)
+            }
+        }
+    }
+}
+
+#[inline]
+fn prefetch<T>(p: &T) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: a prefetch is a hint that cannot fault; the pointer comes from a live reference.
+    unsafe {
+        std::arch::x86_64::_mm_prefetch(p as *const T as *const i8, std::arch::x86_64::_MM_HINT_T0);
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = p;
+}
+
+fn page_range(r: &Region, offset_bytes: u64, len_bytes: Option<u64>) -> (u32, u32) {
+    let from = ((offset_bytes / crate::mm::PAGE_SIZE) as u32).min(r.nr_pages);
+    let to = match len_bytes {
+        Some(l) => (from as u64 + l.div_ceil(crate::mm::PAGE_SIZE)).min(r.nr_pages as u64) as u32,
+        None => r.nr_pages,
+    };
+    (from, to)
+}

@@ -1,0 +1,134 @@
+//! Tasks: user processes running a program of operations, and kernel threads (kswapd).
+
+use crate::scenario::Op;
+use crate::sim::rng::{Rng, Zipf};
+use std::rc::Rc;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TaskState {
+    Runnable,
+    /// Waiting at a barrier, or a kernel thread asleep until woken.
+    Blocked,
+    Exited,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum TaskKind {
+    User,
+    /// kswapd of a node, with the priority of its current balance_pgdat run.
+    Kswapd {
+        node: u32,
+        priority: u32,
+    },
+}
+
+/// What a task reports at the end, besides the common figures.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Report {
+    None,
+    /// vm-scalability usemem: throughput of the write loop (op 2) since the start barrier (op 0).
+    Usemem {
+        size_bytes: u64,
+    },
+}
+
+/// A mapped region of the program: name, first vpn, pages.
+#[derive(Clone, Debug)]
+pub struct Region {
+    pub name: String,
+    pub start: u32,
+    pub nr_pages: u32,
+}
+
+/// Random page indices drawn ahead of use, so their PTEs can be prefetched.
+pub const TOUCH_AHEAD: usize = 8;
+
+/// Progress through the current Touch operation.
+#[derive(Clone, Debug, Default)]
+pub struct TouchState {
+    pub started: bool,
+    pub done: u64,
+    pub count: u64,
+    pub base: u32,
+    pub nr_pages: u32,
+    pub zipf: Option<Zipf>,
+    /// The operation's own random stream, seeded from the run's generator when it starts.
+    pub rng: Option<Rng>,
+    pub ahead: [u32; TOUCH_AHEAD],
+    /// Pages drawn so far (at most `count`); `drawn - done` of them wait in `ahead`.
+    pub drawn: u64,
+}
+
+pub struct Task {
+    pub id: u32,
+    pub name: String,
+    pub kind: TaskKind,
+    pub state: TaskState,
+    pub mm: Option<u32>,
+    pub memcg: u16,
+    pub node: u32,
+    pub clock_ns: u64,
+    pub program: Rc<Vec<Op>>,
+    pub pc: usize,
+    pub touch: TouchState,
+    pub regions: Vec<Region>,
+    /// Clock at the end of each operation of the program.
+    pub op_end_ns: Vec<u64>,
+    pub exit_ns: u64,
+    pub oom_killed: bool,
+    pub report: Report,
+    pub touches: u64,
+    /// Time spent in, and pages freed by, reclaim this task did itself.
+    pub direct_reclaim_ns: u64,
+    pub direct_reclaim_pages: u64,
+    /// Clock and counters at the current iteration's start.
+    pub iteration_start: Option<(u64, crate::stats::VmStat)>,
+}
+
+impl Task {
+    pub fn new(
+        id: u32,
+        name: String,
+        kind: TaskKind,
+        memcg: u16,
+        node: u32,
+        program: Rc<Vec<Op>>,
+    ) -> Task {
+        let n = program.len();
+        Task {
+            id,
+            name,
+            kind,
+            state: TaskState::Runnable,
+            mm: None,
+            memcg,
+            node,
+            clock_ns: 0,
+            program,
+            pc: 0,
+            touch: TouchState::default(),
+            regions: Vec::new(),
+            op_end_ns: vec![0; n],
+            exit_ns: 0,
+            oom_killed: false,
+            report: Report::None,
+            touches: 0,
+            direct_reclaim_ns: 0,
+            direct_reclaim_pages: 0,
+            iteration_start: None,
+        }
+    }
+
+    /// Alive (not exited or killed): may be running, runnable or waiting.
+    pub fn is_running(&self) -> bool {
+        self.state != TaskState::Exited
+    }
+
+    pub fn is_user(&self) -> bool {
+        self.kind == TaskKind::User
+    }
+
+    pub fn region(&self, name: &str) -> Option<&Region> {
+        self.regions.iter().find(|r| r.name == name)
+    }
+}

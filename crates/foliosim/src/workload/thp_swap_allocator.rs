@@ -1,0 +1,175 @@
+//! tools/mm/thp_swap_allocator_test, played operation by operation (spec swap.md §F).
+//!
+//! A 60 MiB MADV_HUGEPAGE area (64 KiB mTHPs) and, with `-s`, a 4 MiB MADV_NOHUGEPAGE area of
+//! small folios are filled with 0x11 and paged out; then each of 100 iterations swaps in 16 MiB of
+//! random 4 KiB pages (or, with `-a`, random aligned 64 KiB chunks), frees and rewrites 256 random
+//! 64 KiB blocks, swaps in 1 MiB of the small area with `-s`, and pages everything out again. The
+//! random picks come from glibc's rand() with its default seed, in the tool's call order, so they
+//! are the real tool's picks.
+
+use crate::mm::folio::content;
+use crate::scenario::{Access, Advice, IterationReport, Op, Pattern};
+use crate::sim::rng::GlibcRand;
+
+const KIB: u64 = 1024;
+const MIB: u64 = 1024 * KIB;
+const MEMSIZE_MTHP: u64 = 60 * MIB;
+const MEMSIZE_SMALLFOLIO: u64 = 4 * MIB;
+const ALIGNMENT_MTHP: u64 = 64 * KIB;
+const ALIGNMENT_SMALLFOLIO: u64 = 4 * KIB;
+const TOTAL_DONTNEED_MTHP: u64 = 16 * MIB;
+const TOTAL_DONTNEED_SMALLFOLIO: u64 = MIB;
+/// The mTHP size whose stats the tool reads (64 KiB = order 4).
+pub const REPORT_ORDER: u32 = 4;
+
+fn write(region: &str, offset_bytes: u64, len_bytes: u64) -> Op {
+    Op::Touch {
+        region: region.into(),
+        access: Access::Write,
+        pattern: Pattern::Sequential,
+        offset_bytes,
+        len_bytes: Some(len_bytes),
+        count: None,
+        // memset(0x11): every word the same non-zero value.
+        data: content::SAME_FILLED,
+        work_ns: 0,
+    }
+}
+
+fn madvise(region: &str, advice: Advice, offset_bytes: u64, len_bytes: Option<u64>) -> Op {
+    Op::Madvise {
+        region: region.into(),
+        advice,
+        offset_bytes,
+        len_bytes,
+    }
+}
+
+/// random_swapin: `total / align` writes of `align` bytes at random aligned offsets.
+fn random_swapin(
+    ops: &mut Vec<Op>,
+    rand: &mut GlibcRand,
+    region: &str,
+    size: u64,
+    align: u64,
+    total: u64,
+) {
+    for _ in 0..total / align {
+        let off = (rand.next() as u64 % (size / align)) * align;
+        ops.push(write(region, off, align));
+    }
+}
+
+pub fn program(aligned: bool, small_folios: bool, iterations: u32) -> Vec<Op> {
+    let mut rand = GlibcRand::default_seeded();
+    let mut ops = vec![
+        Op::Mmap {
+            region: "mem1".into(),
+            size_bytes: MEMSIZE_MTHP,
+        },
+        madvise("mem1", Advice::Hugepage, 0, None),
+    ];
+    if small_folios {
+        ops.push(Op::Mmap {
+            region: "mem2".into(),
+            size_bytes: MEMSIZE_SMALLFOLIO,
+        });
+        ops.push(madvise("mem2", Advice::NoHugepage, 0, None));
+    }
+    ops.push(write("mem1", 0, MEMSIZE_MTHP));
+    ops.push(madvise("mem1", Advice::Pageout, 0, None));
+    if small_folios {
+        ops.push(write("mem2", 0, MEMSIZE_SMALLFOLIO));
+        ops.push(madvise("mem2", Advice::Pageout, 0, None));
+    }
+    let swapin_align = if aligned {
+        ALIGNMENT_MTHP
+    } else {
+        ALIGNMENT_SMALLFOLIO
+    };
+    for _ in 0..iterations {
+        ops.push(Op::IterationStart);
+        random_swapin(
+            &mut ops,
+            &mut rand,
+            "mem1",
+            MEMSIZE_MTHP,
+            swapin_align,
+            TOTAL_DONTNEED_MTHP,
+        );
+        for _ in 0..TOTAL_DONTNEED_MTHP / ALIGNMENT_MTHP {
+            let off = (rand.next() as u64 % (MEMSIZE_MTHP / ALIGNMENT_MTHP)) * ALIGNMENT_MTHP;
+            ops.push(madvise("mem1", Advice::DontNeed, off, Some(ALIGNMENT_MTHP)));
+            ops.push(write("mem1", off, ALIGNMENT_MTHP));
+        }
+        if small_folios {
+            random_swapin(
+                &mut ops,
+                &mut rand,
+                "mem2",
+                MEMSIZE_SMALLFOLIO,
+                ALIGNMENT_SMALLFOLIO,
+                TOTAL_DONTNEED_SMALLFOLIO,
+            );
+        }
+        ops.push(madvise("mem1", Advice::Pageout, 0, None));
+        if small_folios {
+            ops.push(madvise("mem2", Advice::Pageout, 0, None));
+        }
+        ops.push(Op::IterationEnd {
+            report: IterationReport::MthpSwpout {
+                order: REPORT_ORDER,
+            },
+        });
+    }
+    ops.push(Op::Munmap {
+        region: "mem1".into(),
+    });
+    if small_folios {
+        ops.push(Op::Munmap {
+            region: "mem2".into(),
+        });
+    }
+    ops
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn first_picks_follow_glibc_default_rand() {
+        let ops = program(false, false, 1);
+        // mmap, madvise, memset, pageout, iteration start, then the first swap-in write.
+        let Op::Touch {
+            offset_bytes,
+            len_bytes,
+            ..
+        } = &ops[5]
+        else {
+            panic!("expected a touch")
+        };
+        // glibc's first rand() is 1804289383; 60 MiB / 4 KiB = 15360 pages.
+        assert_eq!(*offset_bytes, (1_804_289_383u64 % 15_360) * 4096);
+        assert_eq!(*len_bytes, Some(4096));
+        let touches = ops.iter().filter(|o| matches!(o, Op::Touch { .. })).count();
+        assert_eq!(touches, 1 + 4096 + 256);
+    }
+
+    #[test]
+    fn aligned_and_small_variants_shape_the_program() {
+        let ops = program(true, true, 2);
+        let swapins = ops
+            .iter()
+            .filter(|o| matches!(o, Op::Touch { len_bytes: Some(l), .. } if *l == ALIGNMENT_MTHP))
+            .count();
+        // 256 aligned swap-ins and 256 rewrites per iteration.
+        assert_eq!(swapins, 2 * (256 + 256));
+        let ends = ops
+            .iter()
+            .filter(|o| matches!(o, Op::IterationEnd { .. }))
+            .count();
+        assert_eq!(ends, 2);
+        assert!(ops.iter().any(|o| matches!(o, Op::Madvise { region, advice: Advice::NoHugepage, .. } if region == "mem2")));
+    }
+}
