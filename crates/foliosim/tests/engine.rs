@@ -1,0 +1,262 @@
+//! Scenario-level tests of the engine: small machines that show each mechanism's kernel behaviour.
+//! Every run here has the invariant checker on.
+
+use foliosim::scenario::parse::{parse_str, resolve};
+use foliosim::RunResult;
+
+fn run(toml: &str, profile: &str, sets: &[(&str, &str)]) -> RunResult {
+    let scenario = parse_str(toml, "test.toml").expect("scenario parses");
+    let sets: Vec<(String, String)> = sets
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    let spec = resolve(&scenario, profile, None, &sets, 1, true).expect("scenario resolves");
+    foliosim::run(&spec, &mut |_| {}).unwrap_or_else(|e| panic!("run failed: {e}"))
+}
+
+fn mthp(r: &RunResult, size: &str, stat: &str) -> u64 {
+    r.mthp[size][stat]
+}
+
+const MEMCG_PRESSURE: &str = r#"
+name = "t"
+[[machine.node]]
+memory = "2G"
+cpus = 2
+[[swap]]
+name = "ram0"
+kind = "brd"
+size = "1G"
+[[cgroup]]
+name = "cg"
+"memory.max" = "64M"
+[knobs]
+"/sys/kernel/mm/transparent_hugepage/enabled" = "never"
+[[task]]
+name = "usemem"
+cgroup = "cg"
+generator = "usemem"
+processes = 2
+size = "64M"
+"#;
+
+#[test]
+fn memcg_reclaim_swaps_out_the_excess_and_uncharges_everything_at_exit() {
+    let r = run(MEMCG_PRESSURE, "v6.12", &[]);
+    let limit_pages = 64 * 256;
+    let demand_pages = 2 * 64 * 256;
+    let exceed = demand_pages - limit_pages;
+    let pswpout = r.vmstat["pswpout"];
+    // Early finishers free memory that the last one reuses, so a little less than the excess.
+    assert!(
+        pswpout as f64 >= 0.8 * exceed as f64 && pswpout <= demand_pages,
+        "pswpout {pswpout}"
+    );
+    assert_eq!(
+        r.vmstat["pgsteal_direct"], pswpout,
+        "memcg reclaim is direct reclaim"
+    );
+    assert_eq!(
+        r.vmstat["pgscan_kswapd"], 0,
+        "the machine itself is not short of memory"
+    );
+    assert_eq!(r.vmstat["oom_kill"], 0);
+    assert_eq!(r.memcg["cg"]["usage_pages"], 0);
+    assert_eq!(r.memcg["cg"]["pswpout"], pswpout);
+    for t in &r.tasks {
+        assert!(t["throughput_kbps"].as_u64().unwrap() > 0);
+    }
+}
+
+#[test]
+fn same_run_twice_gives_identical_json() {
+    let a = serde_json::to_string(&run(MEMCG_PRESSURE, "v6.9", &[])).unwrap();
+    let b = serde_json::to_string(&run(MEMCG_PRESSURE, "v6.9", &[])).unwrap();
+    assert_eq!(a, b);
+}
+
+const MTHP_64K: &str = "/sys/kernel/mm/transparent_hugepage/hugepages-64kB/enabled";
+
+#[test]
+fn v6_9_splits_mthp_before_swap_out_and_v6_10_swaps_it_whole() {
+    let old = run(MEMCG_PRESSURE, "v6.9", &[(MTHP_64K, "always")]);
+    assert!(mthp(&old, "64kB", "anon_fault_alloc") > 0);
+    assert!(
+        old.vmstat["thp_split_page"] > 0,
+        "v6.9 counts every large split in thp_split_page"
+    );
+    assert_eq!(
+        mthp(&old, "64kB", "swpout"),
+        0,
+        "v6.9 has no per-size swap-out"
+    );
+
+    let new = run(MEMCG_PRESSURE, "v6.10", &[(MTHP_64K, "always")]);
+    assert_eq!(new.vmstat["thp_split_page"], 0);
+    let swpout = mthp(&new, "64kB", "swpout");
+    assert!(swpout > 0);
+    assert!(new.vmstat["pswpout"] >= 16 * swpout);
+    // One TLB flush per folio instead of one per page: far fewer flushes.
+    let flushes =
+        |r: &RunResult| r.vmstat["nr_tlb_local_flush_all"] + r.vmstat["nr_tlb_remote_flush"];
+    assert!(flushes(&new) * 4 < flushes(&old));
+}
+
+#[test]
+fn large_charges_fall_back_when_the_memcg_is_full() {
+    let r = run(MEMCG_PRESSURE, "v6.12", &[(MTHP_64K, "always")]);
+    // Without MADV_HUGEPAGE the default defrag=madvise charge may not reclaim.
+    assert!(mthp(&r, "64kB", "anon_fault_fallback_charge") > 0);
+    assert_eq!(
+        mthp(&r, "64kB", "anon_fault_fallback"),
+        mthp(&r, "64kB", "anon_fault_fallback_charge")
+    );
+}
+
+const GLOBAL_PRESSURE: &str = r#"
+name = "t"
+[[machine.node]]
+memory = "256M"
+cpus = 2
+[[swap]]
+name = "ssd0"
+kind = "ssd"
+size = "1G"
+[knobs]
+"/sys/kernel/mm/transparent_hugepage/enabled" = "never"
+[[task]]
+name = "hog"
+ops = [
+  { op = "mmap", region = "a", size = "384M" },
+  { op = "touch", region = "a", access = "write", pattern = "sequential", data = "nonzero" },
+  { op = "touch", region = "a", access = "read", pattern = "sequential" },
+  { op = "munmap", region = "a" },
+]
+"#;
+
+#[test]
+fn kswapd_and_direct_reclaim_under_node_pressure_with_swap_in() {
+    let r = run(GLOBAL_PRESSURE, "v6.12", &[]);
+    assert!(
+        r.vmstat["pgscan_kswapd"] > 0,
+        "kswapd woke below the low watermark"
+    );
+    assert!(r.vmstat["pswpout"] > 0);
+    assert!(
+        r.vmstat["pswpin"] > 0 && r.vmstat["pgmajfault"] > 0,
+        "the read pass swaps back in"
+    );
+    assert_eq!(r.vmstat["oom_kill"], 0);
+}
+
+#[test]
+fn oom_kills_the_biggest_task_and_the_run_goes_on() {
+    let toml = r#"
+name = "t"
+[[machine.node]]
+memory = "1G"
+cpus = 2
+[[cgroup]]
+name = "cg"
+"memory.max" = "32M"
+[knobs]
+"/sys/kernel/mm/transparent_hugepage/enabled" = "never"
+[[task]]
+name = "big"
+cgroup = "cg"
+ops = [
+  { op = "mmap", region = "a", size = "64M" },
+  { op = "touch", region = "a", access = "write", pattern = "sequential", data = "nonzero" },
+]
+[[task]]
+name = "small"
+ops = [
+  { op = "mmap", region = "a", size = "8M" },
+  { op = "touch", region = "a", access = "write", pattern = "sequential", data = "nonzero" },
+]
+"#;
+    let r = run(toml, "v6.12", &[]);
+    assert_eq!(r.vmstat["oom_kill"], 1);
+    assert_eq!(r.memcg["cg"]["oom_kill"], 1);
+    let by_name = |n: &str| r.tasks.iter().find(|t| t["name"] == n).unwrap();
+    assert_eq!(by_name("big")["oom_killed"], true);
+    assert_eq!(by_name("small")["oom_killed"], false);
+    assert_eq!(by_name("small")["touches"], 2048);
+}
+
+#[test]
+fn fork_shares_pages_until_written() {
+    let toml = r#"
+name = "t"
+[[machine.node]]
+memory = "1G"
+cpus = 2
+[knobs]
+"/sys/kernel/mm/transparent_hugepage/enabled" = "never"
+[[task]]
+name = "parent"
+ops = [
+  { op = "mmap", region = "a", size = "4M" },
+  { op = "touch", region = "a", access = "write", pattern = "sequential", data = "nonzero" },
+  { op = "fork", name = "child", ops = [
+      { op = "touch", region = "a", access = "read", pattern = "sequential" },
+      { op = "touch", region = "a", access = "write", pattern = "sequential", len = "2M" },
+  ] },
+  { op = "sleep", time = "100ms" },
+]
+"#;
+    let r = run(toml, "v6.12", &[]);
+    // 1024 first-touch faults; the child's reads hit shared pages; its writes copy 512 pages.
+    assert_eq!(r.vmstat["pgfault"], 1024 + 512);
+    assert_eq!(r.vmstat["pgalloc_normal"], 1024 + 512);
+}
+
+const PAGEOUT: &str = r#"
+name = "t"
+[[machine.node]]
+memory = "1G"
+cpus = 1
+[[swap]]
+name = "zram0"
+kind = "zram"
+size = "256M"
+[knobs]
+"/sys/kernel/mm/transparent_hugepage/enabled" = "never"
+"/sys/kernel/mm/transparent_hugepage/hugepages-64kB/enabled" = "always"
+[[task]]
+name = "t"
+ops = [
+  { op = "mmap", region = "a", size = "16M" },
+  { op = "touch", region = "a", access = "write", pattern = "sequential", data = "nonzero" },
+  { op = "madvise", region = "a", advice = "pageout" },
+  { op = "touch", region = "a", access = "read", pattern = "sequential" },
+  { op = "madvise", region = "a", advice = "dontneed" },
+]
+"#;
+
+#[test]
+fn madv_pageout_splits_in_v6_9_and_not_later() {
+    let old = run(PAGEOUT, "v6.9", &[]);
+    assert_eq!(old.vmstat["pswpout"], 4096);
+    assert_eq!(old.vmstat["thp_split_page"], 256);
+    assert_eq!(mthp(&old, "64kB", "swpout"), 0);
+
+    let new = run(PAGEOUT, "v6.10", &[]);
+    assert_eq!(new.vmstat["pswpout"], 4096);
+    assert_eq!(mthp(&new, "64kB", "swpout"), 256);
+    assert_eq!(new.vmstat["thp_split_page"], 0);
+    // v6.10 swaps small folios back in, one fault per page.
+    assert_eq!(new.vmstat["pswpin"], 4096);
+    assert_eq!(mthp(&new, "64kB", "swpin"), 0);
+}
+
+#[test]
+fn v6_12_swaps_whole_mthp_back_in_from_zram() {
+    let r = run(PAGEOUT, "v6.12", &[]);
+    assert_eq!(mthp(&r, "64kB", "swpout"), 256);
+    assert_eq!(mthp(&r, "64kB", "swpin"), 256);
+    assert_eq!(r.vmstat["pswpin"], 4096);
+    assert_eq!(r.vmstat["pgmajfault"], 256);
+    // DONTNEED at the end freed every zram object.
+    assert_eq!(r.zram["zram0"]["pages_stored"], 0);
+}
