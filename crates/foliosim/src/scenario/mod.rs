@@ -206,6 +206,8 @@ pub struct Variant {
     pub name: String,
     /// Knob settings by kernel path, applied after the scenario's own knobs.
     pub knobs: Vec<(String, String)>,
+    /// Generator parameters that override those of every generator task (e.g. `aligned = true`).
+    pub args: toml::Table,
 }
 
 #[derive(Clone, Debug)]

@@ -30,7 +30,7 @@ pub const DEFAULT_ZIPF_THETA_MILLI: u32 = 990;
 const DATA_ZERO: u8 = 0;
 const DATA_NONZERO: u8 = 128;
 /// Built-in workload generators a task can name.
-pub const GENERATORS: &[&str] = &["usemem"];
+pub const GENERATORS: &[&str] = &["usemem", "thp_swap_allocator"];
 /// Forks nested deeper than this are refused (keeps recursion bounded).
 const MAX_FORK_DEPTH: usize = 16;
 
@@ -739,14 +739,15 @@ fn parse_variants(top: &Node, limits: &Limits) -> Res<Vec<Variant>> {
     let mut seen = BTreeSet::new();
     let mut variants = Vec::new();
     for (path, t) in top.tables("variant")? {
-        let v = Node::new(top.cx, t, path, &["name", "knobs"])?;
+        let v = Node::new(top.cx, t, path, &["name", "knobs", "args"])?;
         let name = v.name("name")?;
         unique(top.cx, &mut seen, &name, &v.key("name"), "variant")?;
         let knobs = match v.table_opt("knobs")? {
             Some(t) => parse_knob_table(top.cx, t, &v.key("knobs"), limits)?,
             None => Vec::new(),
         };
-        variants.push(Variant { name, knobs });
+        let args = v.table_opt("args")?.cloned().unwrap_or_default();
+        variants.push(Variant { name, knobs, args });
     }
     Ok(variants)
 }
@@ -760,6 +761,7 @@ const TASK_KEYS: &[&str] = &["name", "cgroup", "node", "generator", "ops"];
 fn generator_params(generator: &str) -> Option<&'static [&'static str]> {
     match generator {
         "usemem" => Some(&["processes", "size"]),
+        "thp_swap_allocator" => Some(&["aligned", "small_folios", "iterations"]),
         _ => None,
     }
 }
@@ -868,6 +870,11 @@ fn parse_generator(task: &Node, generator: &str) -> Res<Program> {
                 size_bytes,
             })
         }
+        "thp_swap_allocator" => Ok(Program::ThpSwapAllocator {
+            aligned: task.bool_opt("aligned")?.unwrap_or(false),
+            small_folios: task.bool_opt("small_folios")?.unwrap_or(false),
+            iterations: task.int_opt("iterations", 1, 100_000)?.unwrap_or(100) as u32,
+        }),
         // parse_tasks only lets names with generator_params through
         g => Err(task.err(
             "generator",
@@ -1267,6 +1274,13 @@ pub fn resolve(
         apply_knob(&mut knobs, path, value, &limits).map_err(|m| arg_err("--set", path, m))?;
     }
     let mut scenario = scenario.clone();
+    if let Some(v) = variant {
+        for task in scenario.tasks.iter_mut() {
+            apply_generator_args(&mut task.program, &v.args).map_err(|(k, m)| {
+                arg_err(&scenario.file, &format!("variant.{}.args.{k}", v.name), m)
+            })?;
+        }
+    }
     for (cgroup, limit) in &knobs.memory_max {
         for cg in scenario.cgroups.iter_mut() {
             if cgroup.as_deref().is_none_or(|name| name == cg.name) {
@@ -1282,6 +1296,47 @@ pub fn resolve(
         seed,
         check,
     })
+}
+
+/// Overrides a generator task's parameters with a variant's `args`; tasks that are op lists are
+/// left alone. Errors name the argument.
+fn apply_generator_args(program: &mut Program, args: &toml::Table) -> Result<(), (String, String)> {
+    let boolean = |k: &str, v: &Value| {
+        v.as_bool()
+            .ok_or_else(|| (k.to_string(), "expected true or false".to_string()))
+    };
+    let integer = |k: &str, v: &Value| {
+        v.as_integer()
+            .filter(|&i| i > 0)
+            .map(|i| i as u64)
+            .ok_or_else(|| (k.to_string(), "expected a positive integer".to_string()))
+    };
+    for (k, v) in args {
+        match (&mut *program, k.as_str()) {
+            (Program::ThpSwapAllocator { aligned, .. }, "aligned") => *aligned = boolean(k, v)?,
+            (Program::ThpSwapAllocator { small_folios, .. }, "small_folios") => {
+                *small_folios = boolean(k, v)?
+            }
+            (Program::ThpSwapAllocator { iterations, .. }, "iterations") => {
+                *iterations = integer(k, v)? as u32
+            }
+            (Program::Usemem { processes, .. }, "processes") => *processes = integer(k, v)? as u32,
+            (Program::Usemem { size_bytes, .. }, "size") => {
+                *size_bytes = v
+                    .as_str()
+                    .ok_or_else(|| (k.clone(), "expected a size string".to_string()))
+                    .and_then(|t| parse_size(t).map_err(|m| (k.clone(), m)))?
+            }
+            (Program::Ops(_), _) => {}
+            _ => {
+                return Err((
+                    k.clone(),
+                    "expected a parameter of the scenario's generator".to_string(),
+                ))
+            }
+        }
+    }
+    Ok(())
 }
 
 fn variant_expectation(scenario: &Scenario, name: &str) -> String {
