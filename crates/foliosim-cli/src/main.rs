@@ -234,6 +234,51 @@ fn header(scenario: &Scenario, seed: u64, sets: &[(String, String)]) -> String {
 // ---------------------------------------------------------------------------------------------
 // reproduce
 
+/// The seed's figures beside the simulated ones, then the seed's other notes.
+fn published_table(scenario: &Scenario, runs: &[foliosim::RunResult]) -> Result<String, Failure> {
+    use foliosim::stats::compare;
+    let figures = compare::figures(&scenario.published, runs).map_err(|m| {
+        Failure::Input(foliosim::InputError {
+            file: scenario.file.clone(),
+            key: "published".into(),
+            message: m,
+        })
+    })?;
+    let mut text = String::from("\npublished figures beside simulated ones:\n");
+    let label_width = figures
+        .iter()
+        .map(|f| f.label.len())
+        .max()
+        .unwrap_or(0)
+        .max(6);
+    text.push_str(&format!(
+        "  {:<label_width$}  {:<16}  {:>12}  {:>12}\n",
+        "figure", "run", "simulated", "published"
+    ));
+    for f in &figures {
+        let run = match &f.variant {
+            Some(v) => format!("{}/{}", f.profile, v),
+            None => f.profile.clone(),
+        };
+        let simulated = f.simulated.map_or("-".to_string(), |v| format!("{v:.2}"));
+        let published = match &f.published {
+            serde_json::Value::Number(n) => format!("{:.2}", n.as_f64().unwrap_or(0.0)),
+            serde_json::Value::Null => "-".to_string(),
+            v => v.as_str().map_or(v.to_string(), str::to_string),
+        };
+        text.push_str(&format!(
+            "  {:<label_width$}  {run:<16}  {simulated:>12}  {published:>12}\n",
+            f.label
+        ));
+    }
+    if let Some(notes) = scenario.published.get("notes").and_then(|n| n.as_array()) {
+        for n in notes.iter().filter_map(|n| n.as_str()) {
+            text.push_str(&format!("  note: {n}\n"));
+        }
+    }
+    Ok(text)
+}
+
 fn reproduce(args: &ReproduceArgs) -> Result<(), Failure> {
     let files = match &args.name {
         Some(name) => vec![find_bundled(name)?],
@@ -280,12 +325,7 @@ fn reproduce(args: &ReproduceArgs) -> Result<(), Failure> {
         }
         text.push_str(&header(&scenario, args.seed, &[]));
         text.push_str(&table::render(&table::comparison(&scenario, &runs)));
-        text.push_str("published:\n");
-        let published =
-            serde_json::to_string_pretty(&scenario.published).unwrap_or_else(|_| "null".into());
-        for line in published.lines() {
-            text.push_str(&format!("  {line}\n"));
-        }
+        text.push_str(&published_table(&scenario, &runs)?);
     }
     if let Some(json) = &args.json {
         // one scenario: the same document as `run`; several: an array of them

@@ -1,3 +1,4 @@
+pub mod compare;
 pub mod report;
 pub mod result;
 pub mod vmstat;
