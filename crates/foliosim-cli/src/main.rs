@@ -437,7 +437,7 @@ fn push_aligned(text: &mut String, rows: &[(String, String)]) {
         .max()
         .unwrap_or(0);
     for (a, b) in rows {
-        text.push_str(&format!("  {a:width$}  {b}").trim_end().to_string());
+        text.push_str(format!("  {a:width$}  {b}").trim_end());
         text.push('\n');
     }
 }

@@ -51,6 +51,7 @@ pub fn comparison(scenario: &Scenario, runs: &[RunResult]) -> Table {
                 true,
                 format!("{} throughput_kbps", task.name),
             ),
+            Program::Kbuild { .. } => ("sys_ns", true, format!("{} sys_ns", task.name)),
             Program::Ops(_) | Program::ThpSwapAllocator { .. } => {
                 ("exit_ns", false, format!("{} exit (ms)", task.name))
             }

@@ -190,6 +190,15 @@ pub enum Program {
         small_folios: bool,
         iterations: u32,
     },
+    /// A kernel-build-like mix of short-lived compile jobs (see workload::kbuild).
+    Kbuild {
+        jobs: u32,
+        units: u32,
+        size_min_bytes: u64,
+        size_max_bytes: u64,
+        passes: u32,
+        work_ns: u64,
+    },
 }
 
 #[derive(Clone, Debug)]

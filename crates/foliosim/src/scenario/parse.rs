@@ -26,18 +26,17 @@ pub const DEFAULT_HARDWARE: &str = "x86-server";
 pub const DEFAULT_PROFILE: &str = "v6.18";
 /// Zipf exponent of a touch that names none (YCSB's 0.99), in thousandths.
 pub const DEFAULT_ZIPF_THETA_MILLI: u32 = 990;
-/// Content class written by `data = "zero"` and `data = "nonzero"` (see `mm::folio::content`).
-const DATA_ZERO: u8 = 0;
-const DATA_NONZERO: u8 = 128;
+/// Content class written by `data = "zero"` and `data = "nonzero"`.
+const DATA_ZERO: u8 = crate::mm::folio::content::ZERO;
+const DATA_NONZERO: u8 = crate::mm::folio::content::DATA_DEFAULT;
 /// Built-in workload generators a task can name.
-pub const GENERATORS: &[&str] = &["usemem", "thp_swap_allocator"];
+pub const GENERATORS: &[&str] = &["usemem", "thp_swap_allocator", "kbuild"];
 /// Forks nested deeper than this are refused (keeps recursion bounded).
 const MAX_FORK_DEPTH: usize = 16;
 
 /// Names of the hardware cost profiles `[machine] hardware` accepts.
-/// Kept here until `machine::hw::profile_names()` exists; swap the body then.
 pub fn hardware_profile_names() -> Vec<String> {
-    ["x86-server", "arm64-altra"]
+    crate::machine::hw::profile_names()
         .iter()
         .map(|s| s.to_string())
         .collect()
@@ -162,7 +161,7 @@ pub fn parse_time(s: &str) -> Result<u64, String> {
 /// A size for messages: "512 MiB", "1 GiB", or bytes when not a whole multiple.
 pub fn format_size(bytes: u64) -> String {
     for (shift, unit) in [(40, "TiB"), (30, "GiB"), (20, "MiB"), (10, "KiB")] {
-        if bytes >= 1u64 << shift && bytes % (1u64 << shift) == 0 {
+        if bytes >= 1u64 << shift && bytes.is_multiple_of(1u64 << shift) {
             return format!("{} {unit}", bytes >> shift);
         }
     }
@@ -762,6 +761,7 @@ fn generator_params(generator: &str) -> Option<&'static [&'static str]> {
     match generator {
         "usemem" => Some(&["processes", "size"]),
         "thp_swap_allocator" => Some(&["aligned", "small_folios", "iterations"]),
+        "kbuild" => Some(&["jobs", "units", "size_min", "size_max", "passes", "work"]),
         _ => None,
     }
 }
@@ -868,6 +868,24 @@ fn parse_generator(task: &Node, generator: &str) -> Res<Program> {
             Ok(Program::Usemem {
                 processes,
                 size_bytes,
+            })
+        }
+        "kbuild" => {
+            let size_min_bytes = task.positive_size("size_min")?;
+            let size_max_bytes = task.positive_size("size_max")?;
+            if size_max_bytes < size_min_bytes {
+                return Err(task.err("size_max", "expected a size at least size_min"));
+            }
+            Ok(Program::Kbuild {
+                jobs: task.int_opt("jobs", 1, 4096)?.unwrap_or(32) as u32,
+                units: task.int_opt("units", 1, 1_000_000)?.unwrap_or(1000) as u32,
+                size_min_bytes,
+                size_max_bytes,
+                passes: task.int_opt("passes", 0, 1000)?.unwrap_or(4) as u32,
+                work_ns: match task.str_opt("work")? {
+                    Some(t) => parse_time(t).map_err(|m| task.err("work", m))?,
+                    None => 0,
+                },
             })
         }
         "thp_swap_allocator" => Ok(Program::ThpSwapAllocator {

@@ -20,6 +20,10 @@ pub enum Metric {
     /// `relative:FIELD:BASE`: the sum of a per-task field over all tasks, in percent relative to
     /// the same sum in variant BASE of the same profile.
     Relative { field: String, base_variant: String },
+    /// `relative_profile:FIELD:BASE`: the same sum, relative to profile BASE with the same variant.
+    RelativeProfile { field: String, base_profile: String },
+    /// `mthp_fallback_pct:SIZE`: swpout_fallback / (swpout + swpout_fallback) of one mTHP size.
+    MthpFallbackPct(String),
     /// `iteration:N:FIELD`: one iteration's figure (1-based).
     Iteration { index: usize, field: String },
     /// `iteration_mean:FIRST:LAST:FIELD`: mean of an iteration figure over a range (1-based,
@@ -44,13 +48,17 @@ impl Metric {
         };
         Ok(match parts.as_slice() {
             ["relative", field, base] => Metric::Relative { field: field.to_string(), base_variant: base.to_string() },
+            ["relative_profile", field, base] => {
+                Metric::RelativeProfile { field: field.to_string(), base_profile: base.to_string() }
+            }
+            ["mthp_fallback_pct", size] => Metric::MthpFallbackPct(size.to_string()),
             ["iteration", n, field] => Metric::Iteration { index: num(n)?, field: field.to_string() },
             ["iteration_mean", a, b, field] => Metric::IterationMean { first: num(a)?, last: num(b)?, field: field.to_string() },
             ["vmstat", name] => Metric::Vmstat(name.to_string()),
             ["sim_time_s"] => Metric::SimTimeS,
             _ => {
                 return Err(format!(
-                    "expected relative:FIELD:BASE, iteration:N:FIELD, iteration_mean:FIRST:LAST:FIELD, vmstat:NAME or sim_time_s, found {s:?}"
+                    "expected relative:FIELD:BASE, relative_profile:FIELD:BASE, mthp_fallback_pct:SIZE, iteration:N:FIELD, iteration_mean:FIRST:LAST:FIELD, vmstat:NAME or sim_time_s, found {s:?}"
                 ))
             }
         })
@@ -72,6 +80,21 @@ impl Metric {
                 })?;
                 let b = task_sum(base, field);
                 (b > 0.0).then(|| (task_sum(run, field) / b - 1.0) * 100.0)
+            }
+            Metric::RelativeProfile {
+                field,
+                base_profile,
+            } => {
+                let base = all
+                    .iter()
+                    .find(|r| &r.profile == base_profile && r.variant == run.variant)?;
+                let b = task_sum(base, field);
+                (b > 0.0).then(|| (task_sum(run, field) / b - 1.0) * 100.0)
+            }
+            Metric::MthpFallbackPct(size) => {
+                let stats = run.mthp.get(size)?;
+                let (out, fallback) = (stats["swpout"] as f64, stats["swpout_fallback"] as f64);
+                (out + fallback > 0.0).then(|| fallback * 100.0 / (out + fallback))
             }
             Metric::Iteration { index, field } => iteration(*index, field),
             Metric::IterationMean { first, last, field } => {

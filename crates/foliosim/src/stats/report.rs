@@ -88,6 +88,8 @@ pub fn build(k: &Kernel, series: Series) -> RunResult {
         m.insert("exit_ns".into(), json!(t.exit_ns));
         m.insert("oom_killed".into(), json!(t.oom_killed));
         m.insert("touches".into(), json!(t.touches));
+        m.insert("user_ns".into(), json!(t.user_ns));
+        m.insert("sys_ns".into(), json!(t.sys_ns));
         m.insert("direct_reclaim_ns".into(), json!(t.direct_reclaim_ns));
         m.insert("direct_reclaim_pages".into(), json!(t.direct_reclaim_pages));
         if let Report::Usemem { size_bytes } = t.report {

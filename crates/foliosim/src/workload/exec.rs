@@ -67,6 +67,35 @@ impl Kernel {
                         Report::None,
                     );
                 }
+                Program::Kbuild {
+                    jobs,
+                    units,
+                    size_min_bytes,
+                    size_max_bytes,
+                    passes,
+                    work_ns,
+                } => {
+                    let k = super::kbuild::Kbuild {
+                        jobs: *jobs,
+                        units: *units,
+                        size_min_bytes: *size_min_bytes,
+                        size_max_bytes: *size_max_bytes,
+                        passes: *passes,
+                        work_ns: *work_ns,
+                    };
+                    for (i, ops) in super::kbuild::programs(&k, &mut self.rng)
+                        .into_iter()
+                        .enumerate()
+                    {
+                        self.spawn_user(
+                            format!("{}-{i}", ts.name),
+                            memcg,
+                            ts.node,
+                            Rc::new(ops),
+                            Report::None,
+                        );
+                    }
+                }
                 Program::ThpSwapAllocator {
                     aligned,
                     small_folios,
@@ -328,7 +357,11 @@ impl Kernel {
                 self.do_exit(t);
                 return self.clock_ns;
             };
-            let finished = match self.run_op(t, op, quantum_end_ns) {
+            let (clock_before, user_before) = (self.clock_ns, self.tasks[t as usize].user_ns);
+            let result = self.run_op(t, op, quantum_end_ns);
+            let task = &mut self.tasks[t as usize];
+            task.sys_ns += (self.clock_ns - clock_before) - (task.user_ns - user_before);
+            let finished = match result {
                 Ok(f) => f,
                 Err(Killed) => {
                     self.tasks[t as usize].oom_killed = true;
@@ -450,6 +483,7 @@ impl Kernel {
                     self.touch(mm, vpn, write, *data)?;
                     self.clock_ns += per_touch_ns;
                     let task = &mut self.tasks[t as usize];
+                    task.user_ns += per_touch_ns;
                     task.touch.done += 1;
                     task.touches += 1;
                 }

@@ -1,6 +1,7 @@
 //! Workloads: tasks, the operations they run, and benchmark generators.
 
 pub mod exec;
+pub mod kbuild;
 pub mod task;
 pub mod thp_swap_allocator;
 pub mod usemem;

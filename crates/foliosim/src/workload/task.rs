@@ -78,6 +78,10 @@ pub struct Task {
     pub oom_killed: bool,
     pub report: Report,
     pub touches: u64,
+    /// CPU time in the program itself, and in the kernel on its behalf (faults, reclaim, syscalls,
+    /// waits for synchronous I/O).
+    pub user_ns: u64,
+    pub sys_ns: u64,
     /// Time spent in, and pages freed by, reclaim this task did itself.
     pub direct_reclaim_ns: u64,
     pub direct_reclaim_pages: u64,
@@ -113,6 +117,8 @@ impl Task {
             oom_killed: false,
             report: Report::None,
             touches: 0,
+            user_ns: 0,
+            sys_ns: 0,
             direct_reclaim_ns: 0,
             direct_reclaim_pages: 0,
             iteration_start: None,
