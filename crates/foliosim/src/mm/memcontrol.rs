@@ -20,37 +20,48 @@ pub struct MemCgroup {
     pub name: String,
     pub max_pages: u64,
     pub usage_pages: u64,
+    /// Swap PTEs of the cgroup's tasks (their pages now on swap).
+    pub swap_pages: u64,
+    /// Highest usage plus swapped pages seen: the most the workload ever needed at once.
+    pub peak_footprint_pages: u64,
     pub stat: [u64; Memcg::COUNT],
 }
 
 impl MemCgroup {
+    fn new(name: String, max_pages: u64) -> MemCgroup {
+        MemCgroup {
+            name,
+            max_pages,
+            usage_pages: 0,
+            swap_pages: 0,
+            peak_footprint_pages: 0,
+            stat: [0; Memcg::COUNT],
+        }
+    }
+
+    #[inline]
+    pub fn note_footprint(&mut self) {
+        self.peak_footprint_pages = self
+            .peak_footprint_pages
+            .max(self.usage_pages + self.swap_pages);
+    }
+
     #[inline]
     pub fn count(&mut self, item: Memcg, n: u64) {
         self.stat[item as usize] += n;
     }
 }
 
-/// The root cgroup (id 0) and the scenario's cgroups, with `memory.max` overrides applied.
+/// The root cgroup (id 0) and the scenario's cgroups (whose limits already carry any
+/// `memory.max` override, applied when the run was resolved).
 pub fn build(spec: &RunSpec) -> Vec<MemCgroup> {
-    let mut v = vec![MemCgroup {
-        name: "/".into(),
-        max_pages: u64::MAX,
-        usage_pages: 0,
-        stat: [0; Memcg::COUNT],
-    }];
+    let mut v = vec![MemCgroup::new("/".into(), u64::MAX)];
     for c in &spec.scenario.cgroups {
-        let mut max = c.memory_max_bytes;
-        for (name, value) in &spec.knobs.memory_max {
-            if name.as_deref().is_none_or(|n| n == c.name) {
-                max = *value;
-            }
-        }
-        v.push(MemCgroup {
-            name: c.name.clone(),
-            max_pages: max.map_or(u64::MAX, |b| b / super::PAGE_SIZE),
-            usage_pages: 0,
-            stat: [0; Memcg::COUNT],
-        });
+        v.push(MemCgroup::new(
+            c.name.clone(),
+            c.memory_max_bytes
+                .map_or(u64::MAX, |b| b / super::PAGE_SIZE),
+        ));
     }
     v
 }
@@ -70,6 +81,7 @@ impl Kernel {
             let cg = &mut self.memcgs[memcg as usize];
             if cg.usage_pages + nr <= cg.max_pages {
                 cg.usage_pages += nr;
+                cg.note_footprint();
                 return Ok(());
             }
             cg.count(Memcg::MaxEvents, 1);

@@ -325,9 +325,8 @@ impl Kernel {
             let idx = (base_vpn + i - start) as usize;
             self.mms[mm as usize].vmas[vi].ptes[idx] = pt::mk_present(first_page + i, flags);
         }
-        let m = &mut self.mms[mm as usize];
-        m.rss_anon += nr as u64;
-        m.swapents -= nr as u64;
+        self.mms[mm as usize].rss_anon += nr as u64;
+        self.mm_add_swapents(mm, -(nr as i64));
         self.mem.add_mapcount(folio, nr as i32);
         self.charge_time(nr as u64 * self.hw.pte_update_ns);
         for i in 0..nr {
@@ -432,7 +431,7 @@ impl Kernel {
                     copied += 1;
                 } else if pt::is_swap(*p) {
                     self.swap_duplicate(pt::swap_device(*p), pt::swap_offset(*p));
-                    self.mms[child as usize].swapents += 1;
+                    self.mm_add_swapents(child, 1);
                     copied += 1;
                 }
             }

@@ -112,9 +112,8 @@ impl Kernel {
             if dirty {
                 self.mem.set(folio, pg::DIRTY);
             }
-            let m = &mut self.mms[mm as usize];
-            m.rss_anon -= unmapped as u64;
-            m.swapents += unmapped as u64;
+            self.mms[mm as usize].rss_anon -= unmapped as u64;
+            self.mm_add_swapents(mm, unmapped as i64);
             self.mem.add_mapcount(folio, -(unmapped as i32));
             self.charge_time(self.hw.rmap_walk_ns + unmapped as u64 * self.hw.pte_update_ns);
             self.set_tlb_ubc_flush_pending(mm, writable && dirty);

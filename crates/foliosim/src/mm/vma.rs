@@ -141,7 +141,7 @@ impl Kernel {
             } else {
                 if pt::is_swap(pte) {
                     self.mms[mm as usize].vmas[vi].ptes[i as usize] = pt::PTE_NONE;
-                    self.mms[mm as usize].swapents -= 1;
+                    self.mm_add_swapents(mm, -1);
                     self.free_swap_and_cache(pt::swap_device(pte), pt::swap_offset(pte));
                     nr_zapped += 1;
                 }
@@ -194,6 +194,16 @@ impl Kernel {
             self.stat.count(crate::stats::Vm::ThpDeferredSplitPage, 1);
         }
         self.stat.count_mthp(order, Mthp::SplitDeferred);
+    }
+
+    /// MM_SWAPENTS changes; the memcg's count of swapped-out pages follows, and with it the peak
+    /// of resident plus swapped pages.
+    pub fn mm_add_swapents(&mut self, mm: u32, delta: i64) {
+        let m = &mut self.mms[mm as usize];
+        m.swapents = (m.swapents as i64 + delta) as u64;
+        let cg = &mut self.memcgs[m.memcg as usize];
+        cg.swap_pages = (cg.swap_pages as i64 + delta) as u64;
+        cg.note_footprint();
     }
 
     /// Flushes the TLBs of every CPU that may cache this mm's translations.

@@ -61,6 +61,7 @@ pub fn build(k: &Kernel, series: Series) -> RunResult {
             .map(|(n, v)| (n.to_string(), *v))
             .collect();
         c.insert("usage_pages".into(), cg.usage_pages);
+        c.insert("peak_footprint_pages".into(), cg.peak_footprint_pages);
         memcg.insert(cg.name.clone(), c);
     }
     let mut zram = BTreeMap::new();
