@@ -260,3 +260,33 @@ fn v6_12_swaps_whole_mthp_back_in_from_zram() {
     // DONTNEED at the end freed every zram object.
     assert_eq!(r.zram["zram0"]["pages_stored"], 0);
 }
+
+#[test]
+fn the_invariant_checker_catches_broken_state() {
+    let scenario = parse_str(MEMCG_PRESSURE, "test.toml").unwrap();
+    let spec = resolve(&scenario, "v6.12", None, &[], 1, true).unwrap();
+    let mut k = foliosim::mm::Kernel::boot(&spec).unwrap();
+    k.current = 1;
+    let mm = k.tasks[1].mm.unwrap();
+    let start = k.mmap_anon(mm, 16);
+    for vpn in start..start + 16 {
+        k.touch(mm, vpn, true, 7).unwrap();
+    }
+    assert!(foliosim::check::check(&k).is_empty());
+
+    // A page freed behind the page table's back is still mapped.
+    let pte = k.mms[mm as usize].vmas[0].ptes[3];
+    let folio = k.mem.head_of(foliosim::mm::pagetable::pfn(pte));
+    k.free_folio(folio);
+    let v = foliosim::check::check(&k);
+    assert!(v.iter().any(|m| m.contains("maps freed page")), "{v:?}");
+
+    // A swap count that no swap PTE accounts for.
+    k.swap[0].swap_map[100] = 1;
+    let v = foliosim::check::check(&k);
+    assert!(
+        v.iter()
+            .any(|m| m.contains("slot 100: count 1 but 0 swap PTEs")),
+        "{v:?}"
+    );
+}
