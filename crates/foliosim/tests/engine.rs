@@ -257,8 +257,32 @@ fn v6_12_swaps_whole_mthp_back_in_from_zram() {
     assert_eq!(mthp(&r, "64kB", "swpin"), 256);
     assert_eq!(r.vmstat["pswpin"], 4096);
     assert_eq!(r.vmstat["pgmajfault"], 256);
-    // DONTNEED at the end freed every zram object.
+    // DONTNEED at the end freed every zram object, and the memory holding them.
     assert_eq!(r.zram["zram0"]["pages_stored"], 0);
+    assert_eq!(r.zram["zram0"]["mem_used_total"], 0);
+}
+
+#[test]
+fn zram_holds_compressed_pages_in_machine_memory() {
+    let toml = PAGEOUT.replace(
+        r#"  { op = "touch", region = "a", access = "read", pattern = "sequential" },"#,
+        r#"  { op = "sleep", time = "50ms" },"#,
+    );
+    let r = run(&toml, "v6.12", &[]);
+    let used = &r.series["zram:zram0:mem_used_total"];
+    let free = &r.series["nr_free_pages"];
+    // 4096 pages of class-128 data compress to 2057 bytes each: 2057 pages of zsmalloc memory,
+    // while the 4096 swapped-out pages went back to the machine.
+    let peak = *used.iter().max().unwrap();
+    assert_eq!(peak, 2057 * 4096);
+    let at_peak = used.iter().position(|&u| u == peak).unwrap();
+    assert!(
+        free[0] - free[at_peak] == 2057,
+        "free {} then {}",
+        free[0],
+        free[at_peak]
+    );
+    assert_eq!(r.zram["zram0"]["mem_used_total"], 0);
 }
 
 #[test]

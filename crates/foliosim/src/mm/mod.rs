@@ -74,6 +74,8 @@ pub struct Kernel {
     pub tlb_batch: rmap::TlbBatch,
     /// Reused list of isolated folios, so reclaim does not allocate.
     pub reclaim_scratch: Vec<folio::FolioId>,
+    /// Pages holding each zram device's compressed data (empty for other devices).
+    pub zram_pages: Vec<Vec<folio::Pfn>>,
     /// Figures of generator iterations, in the order they ended.
     pub iterations: Vec<serde_json::Map<String, serde_json::Value>>,
 }
@@ -171,7 +173,9 @@ impl Kernel {
             tlb_batch: rmap::TlbBatch::default(),
             reclaim_scratch: Vec::new(),
             iterations: Vec::new(),
+            zram_pages: Vec::new(),
         };
+        k.zram_pages = vec![Vec::new(); k.swap.len()];
         k.spawn_kernel_threads();
         k.spawn_workload()?;
         Ok(k)

@@ -3,8 +3,10 @@
 //!
 //! Models the costs of drivers/block/brd.c, drivers/block/zram (same-filled pages stored without
 //! compression; compressed size by content class), and an NVMe / rotational disk as a queue.
-//! zram's figures follow its mm_stat. Left out: zram's memory limit, writeback device and
-//! recompression; request merging, plugging and discard on block devices.
+//! zram's figures follow its mm_stat, and the memory holding its compressed objects is taken from
+//! the machine (whole pages, as zsmalloc packs objects; its fragmentation is not modelled). Left
+//! out: zram's memory limit, writeback device and recompression; brd's own memory; request
+//! merging, plugging and discard on block devices.
 
 use super::folio::content;
 use super::Kernel;
@@ -48,6 +50,33 @@ impl super::swapfile::SwapInfo {
 }
 
 impl Kernel {
+    /// Grows or shrinks the pages zram holds to what its compressed data needs. Growing may fail
+    /// when memory is short; zram then runs over (its writes are not refused here).
+    pub fn zram_sync_memory(&mut self, dev: u32) {
+        let d = dev as usize;
+        if self.swap[d].kind != SwapKind::Zram {
+            return;
+        }
+        let need = self.swap[d].zram.compr_data_size.div_ceil(super::PAGE_SIZE) as usize;
+        while self.zram_pages[d].len() > need {
+            let pfn = self.zram_pages[d].pop().expect("non-empty");
+            self.mem.clear_folio(pfn);
+            self.free_pages(pfn, 0);
+        }
+        let gfp = super::memory::Gfp {
+            direct_reclaim: false,
+            kswapd_reclaim: true,
+            retry: false,
+        };
+        while self.zram_pages[d].len() < need {
+            let Some(pfn) = self.alloc_pages(0, 0, gfp) else {
+                break;
+            };
+            self.mem.prep_folio(pfn, 0, 0, 0, 0);
+            self.zram_pages[d].push(pfn);
+        }
+    }
+
     fn transfer_ns(bytes: u64, bandwidth_bytes_per_s: u64) -> u64 {
         bytes * 1_000_000_000 / bandwidth_bytes_per_s.max(1)
     }
@@ -93,6 +122,7 @@ impl Kernel {
             }
         };
         self.charge_time(cpu_ns);
+        self.zram_sync_memory(dev);
         done_ns.max(self.clock_ns)
     }
 

@@ -151,6 +151,9 @@ impl Kernel {
         if nr_zapped > 0 {
             self.charge_time(nr_zapped * self.hw.pte_update_ns);
             self.flush_tlb_mm(mm);
+            for dev in 0..self.swap.len() as u32 {
+                self.zram_sync_memory(dev);
+            }
         }
     }
 

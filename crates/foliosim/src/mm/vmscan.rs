@@ -220,6 +220,9 @@ impl Kernel {
 
     pub fn shrink_lruvec(&mut self, lv: usize, sc: &mut ScanControl) {
         self.complete_swap_writeback();
+        for dev in 0..self.swap.len() as u32 {
+            self.zram_sync_memory(dev);
+        }
         if !self.can_reclaim_anon_pages() {
             return;
         }

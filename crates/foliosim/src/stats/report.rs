@@ -35,6 +35,17 @@ impl Series {
         for cg in k.memcgs.iter().skip(1) {
             push(&format!("memcg:{}:usage_pages", cg.name), cg.usage_pages);
         }
+        for (si, pages) in k
+            .swap
+            .iter()
+            .zip(&k.zram_pages)
+            .filter(|(s, _)| s.kind == crate::scenario::SwapKind::Zram)
+        {
+            push(
+                &format!("zram:{}:mem_used_total", si.name),
+                pages.len() as u64 * crate::mm::PAGE_SIZE,
+            );
+        }
     }
 }
 
@@ -65,10 +76,11 @@ pub fn build(k: &Kernel, series: Series) -> RunResult {
         memcg.insert(cg.name.clone(), c);
     }
     let mut zram = BTreeMap::new();
-    for si in k
+    for (dev, si) in k
         .swap
         .iter()
-        .filter(|s| s.kind == crate::scenario::SwapKind::Zram)
+        .enumerate()
+        .filter(|(_, s)| s.kind == crate::scenario::SwapKind::Zram)
     {
         let mut c = Counters::new();
         c.insert(
@@ -78,6 +90,10 @@ pub fn build(k: &Kernel, series: Series) -> RunResult {
         c.insert("compr_data_size".into(), si.zram.compr_data_size);
         c.insert("same_pages".into(), si.zram.same_pages);
         c.insert("pages_stored".into(), si.zram.pages_stored);
+        c.insert(
+            "mem_used_total".into(),
+            k.zram_pages[dev].len() as u64 * crate::mm::PAGE_SIZE,
+        );
         zram.insert(si.name.clone(), c);
     }
     let mut tasks = Vec::new();
