@@ -314,3 +314,27 @@ fn the_invariant_checker_catches_broken_state() {
         "{v:?}"
     );
 }
+
+#[test]
+fn v6_12_zeromap_skips_io_for_zero_filled_folios() {
+    let toml = PAGEOUT.replace(r#"data = "nonzero""#, r#"data = "zero""#);
+    let old = run(&toml, "v6.10", &[]);
+    assert_eq!(old.vmstat["pswpout"], 4096);
+    assert_eq!(old.vmstat["pswpin"], 4096);
+    assert_eq!(
+        old.zram["zram0"]["same_pages"], 0,
+        "freed by the DONTNEED at the end"
+    );
+
+    let new = run(&toml, "v6.12", &[]);
+    assert_eq!(new.vmstat["pswpout"], 0);
+    assert_eq!(new.vmstat["pswpin"], 0);
+    assert_eq!(mthp(&new, "64kB", "swpout"), 0);
+    assert_eq!(
+        new.vmstat["pgmajfault"], 256,
+        "still a major fault per folio, served from the zeromap"
+    );
+    let newest = run(&toml, "v6.18", &[]);
+    assert_eq!(newest.vmstat["swpout_zero"], 4096);
+    assert_eq!(newest.vmstat["swpin_zero"], 4096);
+}

@@ -74,6 +74,8 @@ pub struct Kernel {
     pub tlb_batch: rmap::TlbBatch,
     /// Reused list of isolated folios, so reclaim does not allocate.
     pub reclaim_scratch: Vec<folio::FolioId>,
+    /// Per device, per slot: the zeromap bit (v6.12+): the slot's page was zero-filled, not written.
+    pub zeromap: Vec<Vec<bool>>,
     /// Pages holding each zram device's compressed data (empty for other devices).
     pub zram_pages: Vec<Vec<folio::Pfn>>,
     /// Figures of generator iterations, in the order they ended.
@@ -174,8 +176,10 @@ impl Kernel {
             reclaim_scratch: Vec::new(),
             iterations: Vec::new(),
             zram_pages: Vec::new(),
+            zeromap: Vec::new(),
         };
         k.zram_pages = vec![Vec::new(); k.swap.len()];
+        k.zeromap = k.swap.iter().map(|s| vec![false; s.max as usize]).collect();
         k.spawn_kernel_threads();
         k.spawn_workload()?;
         Ok(k)

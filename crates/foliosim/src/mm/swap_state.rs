@@ -2,7 +2,9 @@
 //!
 //! Models mm/swap_state.c (add_to_swap_cache, delete_from_swap_cache, swap_cache lookup),
 //! mm/swap_slots.c folio_alloc_swap / add_to_swap, mm/page_io.c swap_writepage / swap_read_folio
-//! with their counters, and free_swap_and_cache / folio_free_swap of mm/swapfile.c (v6.9–v6.18).
+//! with their counters (and, from v6.12, the zeromap: a zero-filled folio is not written, and
+//! reads back as zeros without I/O), and free_swap_and_cache / folio_free_swap of mm/swapfile.c
+//! (v6.9–v6.18).
 //! The cache is one folio id per slot (the newest kernels' swap table, in effect). Left out:
 //! readahead, shadow entries / workingset refault detection, zswap, and swap-cache races.
 
@@ -142,6 +144,19 @@ impl Kernel {
             self.swap[dev as usize].content[(off + i) as usize] = c;
         }
         self.mem.clear(folio, pg::DIRTY);
+        if self.profile_kernel() >= Gen::V6_12 {
+            // zeromap: a wholly zero-filled folio is remembered, not written.
+            let zero = self.folio_zero_scan(folio);
+            for s in off..off + nr {
+                self.zeromap[dev as usize][s as usize] = zero;
+            }
+            if zero {
+                if self.profile_kernel() >= Gen::V6_18 {
+                    self.stat.count(Vm::SwpoutZero, nr as u64);
+                }
+                return true;
+            }
+        }
         self.stat.count(Vm::Pswpout, nr as u64);
         let memcg = self.mem.memcg(folio) as usize;
         self.memcgs[memcg].count(Memcg::Pswpout, nr as u64);
@@ -159,6 +174,22 @@ impl Kernel {
         self.mem.set(folio, pg::WRITEBACK);
         self.swap[dev as usize].inflight.push_back((done_ns, folio));
         false
+    }
+
+    /// is_folio_zero_filled: scans each page until its first non-zero byte; a zero page is read to
+    /// its end.
+    fn folio_zero_scan(&mut self, folio: FolioId) -> bool {
+        let nr = self.mem.nr_pages(folio);
+        let full_scan_ns =
+            super::PAGE_SIZE * 1_000_000_000 / self.hw.dram_bandwidth_bytes_per_s.max(1);
+        for i in 0..nr {
+            if self.mem.pages[(folio + i) as usize].content != super::folio::content::ZERO {
+                self.charge_time(self.hw.dram_read_latency_ns);
+                return false;
+            }
+            self.charge_time(full_scan_ns);
+        }
+        true
     }
 
     /// Ends the writeback of every swap write that has completed by now (folio_end_writeback);
@@ -184,6 +215,14 @@ impl Kernel {
         for i in 0..nr {
             let c = self.swap[dev as usize].content[(off + i) as usize];
             self.mem.pages[(folio + i) as usize].content = c;
+        }
+        if self.profile_kernel() >= Gen::V6_12 && self.zeromap[dev as usize][off as usize] {
+            // swap_read_folio_zeromap: the folio is zero-filled in place, no I/O.
+            self.charge_time(nr as u64 * self.hw.zero_page_ns);
+            if self.profile_kernel() >= Gen::V6_18 {
+                self.stat.count(Vm::SwpinZero, nr as u64);
+            }
+            return;
         }
         self.stat.count(Vm::Pswpin, nr as u64);
         let done_ns = self.swap_device_read(dev, off, nr);

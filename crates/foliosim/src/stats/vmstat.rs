@@ -48,7 +48,8 @@ counters!(
     NrTlbLocalFlushOne = "nr_tlb_local_flush_one",
     NrTlbRemoteFlush = "nr_tlb_remote_flush",
     NrTlbRemoteFlushReceived = "nr_tlb_remote_flush_received",
-    SwapRa = "swap_ra",
+    SwpoutZero = "swpout_zero",
+    SwpinZero = "swpin_zero",
 );
 
 counters!(
