@@ -151,7 +151,7 @@ impl Kernel {
         let lruvecs = (0..memcgs.len() * nodes.len())
             .map(|_| Lruvec::default())
             .collect();
-        let swap = swapfile::swapon_all(spec, &hw);
+        let swap = swapfile::swapon_all(spec);
 
         let mut k = Kernel {
             spec: spec.clone(),

@@ -1,18 +1,23 @@
-//! Swap areas: swap_map, clusters and the swap-slot allocator.
+//! Swap areas: swap_map, clusters and the swap-slot allocator of each kernel generation.
 //!
-//! Models mm/swapfile.c. Slot 0 is the header. Clusters of 512 slots are put on the free list in
-//! the column-major order of swapon (spec A.5). Allocation by generation:
-//! - v6.9: order 0 from this CPU's current cluster, a new free cluster when it is used up, then a
-//!   linear scan of the whole map for any free slot; PMD order only as a whole free cluster on a
-//!   block device; other orders fail.
-//! - v6.10 and later (for now): per-CPU, per-order cursors; order > 0 only from clusters that
-//!   cursor took from the free list, naturally aligned; order 0 as in v6.9.
-//! Rotational devices have no clusters: order 0 by a sequential cursor, no large allocations.
-//! Left out so far: the v6.12 nonfull/frag/full lists, the slot cache, discard, reclaim of
-//! cache-only slots, swap continuation counts, zeromap, and priorities beyond first-fit order.
+//! Models mm/swapfile.c (spec swap.md §A–C). Slot 0 is the header; clusters of 512 slots are put
+//! on the free list in swapon's column-major order (§A.5). Allocation by generation:
+//! - v6.9 (§B(i)): order 0 from this CPU's cluster, then a new free cluster, then a linear scan of
+//!   the whole map; PMD order only as a whole free cluster on a block device; other orders fail.
+//! - v6.10 (§B(ii)): per-CPU, per-order cursors; order > 0 only from clusters that cursor took off
+//!   the free list, naturally aligned; order 0 falls back to the linear scan.
+//! - v6.12 (§B(iii)): free / nonfull[order] / frag[order] / full lists, the slow-path scan that
+//!   moves nonfull clusters to frag, order-0 stealing from frag[o] then nonfull[o], and, when swap
+//!   is more than half full, reuse of cache-only slots and reclaim of one full cluster.
+//! - v6.18 (§B(iv), versions UNSURE): nonfull before free, isolated candidates relocated after each
+//!   scan (free / frag[order] / full), one frag cluster per slow path, the same stealing order.
+//! Rotating devices have no clusters: order 0 by a sequential cursor, never large. Cache-only
+//! slots found while scanning are reclaimed by the caller (get_swap_pages) before one retry, where
+//! the kernel drops its locks to do it in place. Left out: the per-CPU slot cache (≤ v6.14), discard,
+//! swap continuation counts, the v6.9 per-CPU random scan base and conflict check.
 
 use super::Kernel;
-use crate::machine::hw::HwCosts;
+use crate::scenario::profile::Kernel as Gen;
 use crate::scenario::{RunSpec, SwapKind};
 use crate::sim::FifoServer;
 use std::collections::VecDeque;
@@ -24,30 +29,45 @@ pub const SWAP_MAP_BAD: u8 = 0x3f;
 const COUNT_MASK: u8 = 0x3f;
 /// Column count of the swapon free-list order (SWAP_ADDRESS_SPACE_PAGES / 512).
 const CLUSTER_COLS: u32 = 32;
-const NO_CLUSTER: u32 = u32::MAX;
+const NONE: u32 = u32::MAX;
+const SWAP_NR_ORDERS: usize = 10;
+const PMD_ORDER: u32 = 9;
 
-#[derive(Clone, Copy, Debug, Default)]
+/// The cluster lists, by index: free, full, then nonfull[order] and frag[order].
+pub const LIST_FREE: u8 = 0;
+pub const LIST_FULL: u8 = 1;
+pub const fn list_nonfull(order: u32) -> u8 {
+    2 + order as u8
+}
+pub const fn list_frag(order: u32) -> u8 {
+    2 + SWAP_NR_ORDERS as u8 + order as u8
+}
+const NR_LISTS: usize = 2 + 2 * SWAP_NR_ORDERS;
+/// On no list (in use before v6.12, or isolated).
+pub const LIST_NONE: u8 = u8::MAX;
+
+#[derive(Clone, Copy, Debug)]
 pub struct ClusterInfo {
     pub count: u16,
-    pub free: bool,
+    /// Order of the allocations the cluster serves (set when it leaves the free list).
+    pub order: u8,
+    pub list: u8,
+    prev: u32,
+    next: u32,
 }
 
-/// A per-CPU allocation cursor: the cluster it is filling and the next offset to try.
 #[derive(Clone, Copy, Debug)]
-pub struct Cursor {
-    pub cluster: u32,
-    pub next: u32,
+struct ListHead {
+    head: u32,
+    tail: u32,
+    len: u32,
 }
-
-const NO_CURSOR: Cursor = Cursor {
-    cluster: NO_CLUSTER,
-    next: 0,
-};
 
 pub struct SwapInfo {
     pub name: String,
     pub kind: SwapKind,
     pub prio: i32,
+    pub gen: Gen,
     /// Slots including the header.
     pub max: u32,
     pub swap_map: Vec<u8>,
@@ -57,11 +77,15 @@ pub struct SwapInfo {
     pub content: Vec<u8>,
     pub inuse_pages: u64,
     pub clusters: Vec<ClusterInfo>,
-    pub free_clusters: VecDeque<u32>,
-    /// Per CPU, per order (0..=9).
-    pub percpu: Vec<[Cursor; 10]>,
-    /// Linear-scan cursor (v6.9 fallback scan, rotational devices).
+    lists: [ListHead; NR_LISTS],
+    /// Per CPU, per order: the next offset to try (NONE = no current cluster).
+    percpu_next: Vec<[u32; SWAP_NR_ORDERS]>,
+    /// Per CPU, per order (v6.9/v6.10): the cluster the cursor owns.
+    percpu_cluster: Vec<[u32; SWAP_NR_ORDERS]>,
+    /// Linear-scan cursor (v6.9/v6.10 fallback scan, rotational devices).
     pub scan_next: u32,
+    /// Cache-only slots the allocator wants reclaimed (v6.12+, when swap is more than half full).
+    pub pending_reclaim: Vec<u32>,
     pub queue: FifoServer,
     /// Writes in flight on an asynchronous device, in completion order: (done_ns, folio).
     pub inflight: VecDeque<(u64, u32)>,
@@ -72,22 +96,43 @@ pub struct SwapInfo {
 }
 
 impl SwapInfo {
-    pub fn new(name: &str, kind: SwapKind, prio: i32, size_bytes: u64, nr_cpus: usize) -> SwapInfo {
-        let max = (size_bytes / super::PAGE_SIZE).min(1 << 27) as u32;
+    pub fn new(
+        name: &str,
+        kind: SwapKind,
+        prio: i32,
+        size_bytes: u64,
+        nr_cpus: usize,
+        gen: Gen,
+    ) -> SwapInfo {
+        let max = (size_bytes / super::PAGE_SIZE).clamp(2, 1 << 27) as u32;
         let nr_clusters = max.div_ceil(SWAPFILE_CLUSTER);
+        let empty = ClusterInfo {
+            count: 0,
+            order: 0,
+            list: LIST_NONE,
+            prev: NONE,
+            next: NONE,
+        };
         let mut si = SwapInfo {
             name: name.into(),
             kind,
             prio,
+            gen,
             max,
             swap_map: vec![0; max as usize],
             cache: vec![super::folio::NIL; max as usize],
             content: vec![0; max as usize],
             inuse_pages: 0,
-            clusters: vec![ClusterInfo::default(); nr_clusters as usize],
-            free_clusters: VecDeque::new(),
-            percpu: vec![[NO_CURSOR; 10]; nr_cpus.max(1)],
+            clusters: vec![empty; nr_clusters as usize],
+            lists: [ListHead {
+                head: NONE,
+                tail: NONE,
+                len: 0,
+            }; NR_LISTS],
+            percpu_next: vec![[NONE; SWAP_NR_ORDERS]; nr_cpus.max(1)],
+            percpu_cluster: vec![[NONE; SWAP_NR_ORDERS]; nr_cpus.max(1)],
             scan_next: 1,
+            pending_reclaim: Vec::new(),
             queue: FifoServer::default(),
             inflight: VecDeque::new(),
             zram: Default::default(),
@@ -107,14 +152,19 @@ impl SwapInfo {
                 let mut idx = col;
                 while idx < nr_clusters {
                     if si.clusters[idx as usize].count == 0 {
-                        si.clusters[idx as usize].free = true;
-                        si.free_clusters.push_back(idx);
+                        si.list_add_tail(idx, LIST_FREE);
+                    } else if gen >= Gen::V6_12 {
+                        si.list_add_tail(idx, list_nonfull(0));
                     }
                     idx += CLUSTER_COLS;
                 }
             }
         }
         si
+    }
+
+    pub fn nr_cpus(&self) -> usize {
+        self.percpu_next.len()
     }
 
     /// Slots usable for swap (`pages`).
@@ -135,67 +185,134 @@ impl SwapInfo {
         self.swap_map[off as usize] & COUNT_MASK
     }
 
+    pub fn list_len(&self, list: u8) -> u32 {
+        self.lists[list as usize].len
+    }
+
+    /// The clusters on a list, head first.
+    pub fn list_clusters(&self, list: u8) -> Vec<u32> {
+        let mut v = Vec::new();
+        let mut c = self.lists[list as usize].head;
+        while c != NONE {
+            v.push(c);
+            c = self.clusters[c as usize].next;
+        }
+        v
+    }
+
+    fn list_del(&mut self, idx: u32) {
+        let ci = self.clusters[idx as usize];
+        if ci.list == LIST_NONE {
+            return;
+        }
+        let l = &mut self.lists[ci.list as usize];
+        l.len -= 1;
+        if ci.prev == NONE {
+            l.head = ci.next;
+        } else {
+            self.clusters[ci.prev as usize].next = ci.next;
+        }
+        if ci.next == NONE {
+            l.tail = ci.prev;
+        } else {
+            self.clusters[ci.next as usize].prev = ci.prev;
+        }
+        let c = &mut self.clusters[idx as usize];
+        c.list = LIST_NONE;
+        c.prev = NONE;
+        c.next = NONE;
+    }
+
+    fn list_add_tail(&mut self, idx: u32, list: u8) {
+        self.list_del(idx);
+        let l = &mut self.lists[list as usize];
+        let old_tail = l.tail;
+        l.tail = idx;
+        l.len += 1;
+        if old_tail == NONE {
+            l.head = idx;
+        } else {
+            self.clusters[old_tail as usize].next = idx;
+        }
+        let c = &mut self.clusters[idx as usize];
+        c.list = list;
+        c.prev = old_tail;
+        c.next = NONE;
+    }
+
+    fn first(&self, list: u8) -> Option<u32> {
+        let h = self.lists[list as usize].head;
+        (h != NONE).then_some(h)
+    }
+
     fn take_slots(&mut self, off: u32, nr: u32) {
         for s in off..off + nr {
             debug_assert_eq!(self.swap_map[s as usize], 0);
             self.swap_map[s as usize] = SWAP_HAS_CACHE;
         }
-        if self.has_clusters() {
-            let ci = &mut self.clusters[(off / SWAPFILE_CLUSTER) as usize];
-            ci.count += nr as u16;
-        }
         self.inuse_pages += nr as u64;
+        if self.has_clusters() {
+            self.clusters[(off / SWAPFILE_CLUSTER) as usize].count += nr as u16;
+        }
     }
 
-    /// Releases slots whose value is exactly HAS_CACHE or 0 (swap_entry_range_free).
+    /// swap_entry_range_free: slots that are exactly HAS_CACHE or 0 become free; the cluster moves
+    /// to the free list at count 0, and from v6.12 a full or fragmented one back to nonfull.
     pub fn free_slots_range(&mut self, off: u32, nr: u32) {
         for s in off..off + nr {
             self.swap_map[s as usize] = 0;
         }
         self.inuse_pages -= nr as u64;
-        if self.has_clusters() {
-            let idx = off / SWAPFILE_CLUSTER;
-            let ci = &mut self.clusters[idx as usize];
-            ci.count -= nr as u16;
-            if ci.count == 0 {
-                ci.free = true;
-                self.free_clusters.push_back(idx);
-            }
+        if !self.has_clusters() {
+            return;
+        }
+        let idx = off / SWAPFILE_CLUSTER;
+        let ci = &mut self.clusters[idx as usize];
+        ci.count -= nr as u16;
+        let (count, list, order) = (ci.count, ci.list, ci.order as u32);
+        if count == 0 {
+            self.clusters[idx as usize].order = 0;
+            self.list_add_tail(idx, LIST_FREE);
+            return;
+        }
+        if self.gen >= Gen::V6_12 && list != list_nonfull(order) && list != LIST_NONE {
+            self.list_add_tail(idx, list_nonfull(order));
         }
     }
 
     fn take_free_cluster(&mut self) -> Option<u32> {
-        let idx = self.free_clusters.pop_front()?;
-        self.clusters[idx as usize].free = false;
+        let idx = self.first(LIST_FREE)?;
+        self.list_del(idx);
         Some(idx)
     }
 
-    /// A free aligned range of 2^order slots in the CPU's cluster for that order, or in a fresh
-    /// free cluster.
+    /// v6.9/v6.10: a free aligned range in the cluster this CPU's cursor owns for that order, or
+    /// in a fresh free cluster.
     fn alloc_from_cursor(&mut self, cpu: usize, order: u32) -> Option<u32> {
         let nr = 1u32 << order;
         loop {
-            let cur = self.percpu[cpu][order as usize];
-            if cur.cluster != NO_CLUSTER {
-                let end = (cur.cluster + 1) * SWAPFILE_CLUSTER;
-                let mut off = cur.next;
-                while off + nr <= end.min(self.max) {
-                    if self.swap_map[off as usize..(off + nr) as usize]
-                        .iter()
-                        .all(|&m| m == 0)
-                    {
-                        self.percpu[cpu][order as usize].next = off + nr;
+            let cluster = self.percpu_cluster[cpu][order as usize];
+            if cluster != NONE {
+                let end = ((cluster + 1) * SWAPFILE_CLUSTER).min(self.max);
+                let mut off = self.percpu_next[cpu][order as usize];
+                while off + nr <= end {
+                    if self.range_free(off, nr) {
+                        self.percpu_next[cpu][order as usize] = off + nr;
                         return Some(off);
                     }
                     off += nr;
                 }
             }
             let idx = self.take_free_cluster()?;
-            self.percpu[cpu][order as usize] = Cursor {
-                cluster: idx,
-                next: idx * SWAPFILE_CLUSTER,
-            };
+            self.percpu_cluster[cpu][order as usize] = idx;
+            self.percpu_next[cpu][order as usize] = idx * SWAPFILE_CLUSTER;
         }
+    }
+
+    fn range_free(&self, off: u32, nr: u32) -> bool {
+        self.swap_map[off as usize..(off + nr) as usize]
+            .iter()
+            .all(|&m| m == 0)
     }
 
     /// The v6.9 fallback: a linear scan for any free slot, wrapping around once.
@@ -208,48 +325,248 @@ impl SwapInfo {
         Some(found)
     }
 
-    /// Allocates 2^order slots marked SWAP_HAS_CACHE; returns the first offset.
-    pub fn alloc(
+    /// alloc_swap_scan_cluster: the first free naturally aligned range from `off` to the cluster's
+    /// end. Returns the offset found and the next offset to try. Cache-only slots (when swap is
+    /// more than half full) are noted for reclaim instead.
+    fn scan_cluster(&mut self, off: u32, order: u32, swap_full: bool) -> Option<(u32, u32)> {
+        let nr = 1u32 << order;
+        if !self.pending_reclaim.is_empty() {
+            return None;
+        }
+        let idx = off / SWAPFILE_CLUSTER;
+        let start = idx * SWAPFILE_CLUSTER;
+        let end = (start + SWAPFILE_CLUSTER).min(self.max);
+        if self.clusters[idx as usize].count as u32 + nr > SWAPFILE_CLUSTER {
+            return None;
+        }
+        let mut o = off.next_multiple_of(nr).max(start);
+        while o + nr <= end {
+            let range = &self.swap_map[o as usize..(o + nr) as usize];
+            if range.iter().all(|&m| m == 0) {
+                self.alloc_range(idx, o, order);
+                let next = o + nr;
+                let done =
+                    self.clusters[idx as usize].count as u32 == SWAPFILE_CLUSTER || next + nr > end;
+                return Some((o, if done { NONE } else { next }));
+            }
+            if swap_full && range.iter().all(|&m| m == 0 || m == SWAP_HAS_CACHE) {
+                // The kernel reclaims this range now and takes it; the caller does that and retries.
+                self.pending_reclaim
+                    .extend((o..o + nr).filter(|&s| self.swap_map[s as usize] == SWAP_HAS_CACHE));
+                return None;
+            }
+            o += nr;
+        }
+        None
+    }
+
+    /// cluster_alloc_range: take the slots and move the cluster between lists.
+    fn alloc_range(&mut self, idx: u32, off: u32, order: u32) {
+        let nr = 1u32 << order;
+        if self.clusters[idx as usize].list == LIST_FREE || self.clusters[idx as usize].count == 0 {
+            if nr < SWAPFILE_CLUSTER && self.gen == Gen::V6_12 {
+                self.list_add_tail(idx, list_nonfull(order));
+            }
+            self.clusters[idx as usize].order = order as u8;
+        }
+        self.take_slots(off, nr);
+        if self.clusters[idx as usize].count as u32 == SWAPFILE_CLUSTER && self.gen == Gen::V6_12 {
+            self.list_add_tail(idx, LIST_FULL);
+        }
+    }
+
+    /// swap_reclaim_full_clusters without force: one cluster from the head of the full list,
+    /// rotated to the tail, its cache-only slots noted for reclaim.
+    fn reclaim_full_cluster(&mut self) {
+        let Some(idx) = self.first(LIST_FULL) else {
+            return;
+        };
+        self.list_add_tail(idx, LIST_FULL);
+        let start = idx * SWAPFILE_CLUSTER;
+        let end = (start + SWAPFILE_CLUSTER).min(self.max);
+        self.pending_reclaim
+            .extend((start..end).filter(|&s| self.swap_map[s as usize] == SWAP_HAS_CACHE));
+    }
+
+    /// Scans one cluster taken off its list (v6.18 isolation) and puts it back where it belongs.
+    fn scan_isolated(
         &mut self,
-        gen: crate::scenario::profile::Kernel,
-        cpu: usize,
+        idx: u32,
+        off: u32,
         order: u32,
-    ) -> Option<u32> {
-        use crate::scenario::profile::Kernel as Gen;
+        swap_full: bool,
+    ) -> Option<(u32, u32)> {
+        self.list_del(idx);
+        let r = self.scan_cluster(off, order, swap_full);
+        self.relocate_cluster(idx);
+        r
+    }
+
+    /// relocate_cluster (v6.18): free when empty, full when full, else frag of its order.
+    fn relocate_cluster(&mut self, idx: u32) {
+        let ci = self.clusters[idx as usize];
+        let list = match ci.count as u32 {
+            0 => LIST_FREE,
+            SWAPFILE_CLUSTER => LIST_FULL,
+            _ => list_frag(ci.order as u32),
+        };
+        self.list_add_tail(idx, list);
+    }
+
+    /// cluster_alloc_swap_entry of v6.12. Stops early when a scan found cache-only slots to
+    /// reclaim, for the caller to reclaim them and retry.
+    fn alloc_v6_12(&mut self, cpu: usize, order: u32, swap_full: bool) -> Option<(u32, u32)> {
+        let next = self.percpu_next[cpu][order as usize];
+        if next != NONE {
+            if let Some(r) = self.scan_cluster(next, order, swap_full) {
+                return Some(r);
+            }
+        }
+        if let Some(idx) = self.first(LIST_FREE) {
+            return self.scan_cluster(idx * SWAPFILE_CLUSTER, order, swap_full);
+        }
+        if swap_full {
+            self.reclaim_full_cluster();
+        }
+        if order < PMD_ORDER {
+            let mut frags = 0;
+            while let Some(idx) = self.first(list_nonfull(order)) {
+                self.list_add_tail(idx, list_frag(order));
+                frags += 1;
+                if let Some(r) = self.scan_cluster(idx * SWAPFILE_CLUSTER, order, swap_full) {
+                    return Some(r);
+                }
+            }
+            while frags < self.list_len(list_frag(order)) {
+                let idx = self
+                    .first(list_frag(order))
+                    .expect("frag list is not empty");
+                self.list_add_tail(idx, list_frag(order));
+                frags += 1;
+                if let Some(r) = self.scan_cluster(idx * SWAPFILE_CLUSTER, order, swap_full) {
+                    return Some(r);
+                }
+            }
+        }
+        if order > 0 {
+            return None;
+        }
+        for o in 1..SWAP_NR_ORDERS as u32 {
+            for list in [list_frag(o), list_nonfull(o)] {
+                for idx in self.list_clusters(list) {
+                    if let Some(r) = self.scan_cluster(idx * SWAPFILE_CLUSTER, 0, swap_full) {
+                        return Some(r);
+                    }
+                }
+            }
+        }
+        None
+    }
+
+    /// cluster_alloc_swap_entry of the newest design (v6.18 profile).
+    fn alloc_v6_18(&mut self, cpu: usize, order: u32, swap_full: bool) -> Option<(u32, u32)> {
+        let next = self.percpu_next[cpu][order as usize];
+        if next != NONE {
+            let idx = next / SWAPFILE_CLUSTER;
+            let ci = self.clusters[idx as usize];
+            // cluster_is_usable: empty, or serving this order (order 0 may use any).
+            if ci.count == 0 || ci.order as u32 == order || order == 0 {
+                if let Some(r) = self.scan_isolated(idx, next, order, swap_full) {
+                    return Some(r);
+                }
+            }
+        }
+        if order < PMD_ORDER {
+            for idx in self.list_clusters(list_nonfull(order)) {
+                if let Some(r) = self.scan_isolated(idx, idx * SWAPFILE_CLUSTER, order, swap_full) {
+                    return Some(r);
+                }
+            }
+        }
+        if let Some(idx) = self.first(LIST_FREE) {
+            if let Some(r) = self.scan_isolated(idx, idx * SWAPFILE_CLUSTER, order, swap_full) {
+                return Some(r);
+            }
+        }
+        if swap_full {
+            self.reclaim_full_cluster();
+        }
+        if order < PMD_ORDER {
+            if let Some(idx) = self.first(list_frag(order)) {
+                if let Some(r) = self.scan_isolated(idx, idx * SWAPFILE_CLUSTER, order, swap_full) {
+                    return Some(r);
+                }
+            }
+        }
+        if order > 0 {
+            return None;
+        }
+        for o in 1..SWAP_NR_ORDERS as u32 {
+            for list in [list_frag(o), list_nonfull(o)] {
+                for idx in self.list_clusters(list) {
+                    if let Some(r) = self.scan_isolated(idx, idx * SWAPFILE_CLUSTER, 0, swap_full) {
+                        return Some(r);
+                    }
+                }
+            }
+        }
+        None
+    }
+
+    /// Allocates 2^order slots marked SWAP_HAS_CACHE; returns the first offset. `swap_full` is
+    /// vm_swap_full(), which lets v6.12+ reuse cache-only slots.
+    pub fn alloc(&mut self, cpu: usize, order: u32, swap_full: bool) -> Option<u32> {
         let nr = 1u32 << order;
         if self.free_slots() < nr as u64 {
             return None;
         }
-        let off = if !self.has_clusters() {
+        if !self.has_clusters() {
             if order > 0 {
                 return None;
             }
-            self.scan_for_free_slot()?
-        } else if order == 0 {
-            match self.alloc_from_cursor(cpu, 0) {
-                Some(off) => off,
-                None => self.scan_for_free_slot()?,
+            let off = self.scan_for_free_slot()?;
+            self.take_slots(off, 1);
+            return Some(off);
+        }
+        match self.gen {
+            Gen::V6_9 | Gen::V6_10 => {
+                let off = if order == 0 {
+                    match self.alloc_from_cursor(cpu, 0) {
+                        Some(off) => off,
+                        None => self.scan_for_free_slot()?,
+                    }
+                } else if self.gen == Gen::V6_9 {
+                    if order != PMD_ORDER {
+                        return None;
+                    }
+                    self.take_free_cluster()? * SWAPFILE_CLUSTER
+                } else {
+                    self.alloc_from_cursor(cpu, order)?
+                };
+                self.take_slots(off, nr);
+                Some(off)
             }
-        } else if gen == Gen::V6_9 {
-            if order as usize != crate::scenario::knobs::PMD_ORDER {
-                return None;
+            Gen::V6_12 | Gen::V6_18 => {
+                let found = if self.gen == Gen::V6_12 {
+                    self.alloc_v6_12(cpu, order, swap_full)
+                } else {
+                    self.alloc_v6_18(cpu, order, swap_full)
+                };
+                self.percpu_next[cpu][order as usize] = found.map_or(NONE, |(_, next)| next);
+                found.map(|(off, _)| off)
             }
-            self.take_free_cluster()? * SWAPFILE_CLUSTER
-        } else {
-            self.alloc_from_cursor(cpu, order)?
-        };
-        self.take_slots(off, nr);
-        Some(off)
+        }
     }
 }
 
-pub fn swapon_all(spec: &RunSpec, _hw: &HwCosts) -> Vec<SwapInfo> {
+pub fn swapon_all(spec: &RunSpec) -> Vec<SwapInfo> {
     let nr_cpus = spec.scenario.machine.nr_cpus() as usize;
+    let gen = spec.profile.kernel;
     let mut v: Vec<SwapInfo> = spec
         .scenario
         .swap
         .iter()
-        .map(|s| SwapInfo::new(&s.name, s.kind, s.priority, s.size_bytes, nr_cpus))
+        .map(|s| SwapInfo::new(&s.name, s.kind, s.priority, s.size_bytes, nr_cpus, gen))
         .collect();
     // Higher priority first; equal priorities keep file order.
     v.sort_by_key(|s| std::cmp::Reverse(s.prio));
@@ -266,15 +583,22 @@ impl Kernel {
     /// get_swap_pages for one folio: the first device by priority that has room; a large request
     /// tries only one device.
     pub fn get_swap_pages(&mut self, order: u32) -> Option<(u32, u32)> {
-        let gen = self.profile_kernel();
         let cpu = self.current_cpu as usize;
+        let swap_full = self.vm_swap_full();
         for dev in 0..self.swap.len() {
-            let si = &mut self.swap[dev];
-            if si.free_slots() == 0 {
+            if self.swap[dev].free_slots() == 0 {
                 continue;
             }
-            let got = si.alloc(gen, cpu % si.percpu.len(), order);
+            let cpu = cpu % self.swap[dev].nr_cpus();
+            let mut got = self.swap[dev].alloc(cpu, order, swap_full);
             self.charge_time(self.hw.swap_slot_alloc_ns);
+            if got.is_none() && !self.swap[dev].pending_reclaim.is_empty() {
+                // The kernel reclaims cache-only slots in place while scanning; here the scan
+                // noted them, they are reclaimed now, and the allocation is tried once more.
+                self.reclaim_cache_only_slots(dev as u32);
+                got = self.swap[dev].alloc(cpu, order, swap_full);
+            }
+            self.reclaim_cache_only_slots(dev as u32);
             if let Some(off) = got {
                 return Some((dev as u32, off));
             }
@@ -283,6 +607,23 @@ impl Kernel {
             }
         }
         None
+    }
+
+    /// __try_to_reclaim_swap(TTRS_ANYWAY) for each noted slot: a swap-cache folio none of whose
+    /// slots has a swap PTE leaves the cache (and is freed if nothing maps it).
+    fn reclaim_cache_only_slots(&mut self, dev: u32) {
+        let slots = std::mem::take(&mut self.swap[dev as usize].pending_reclaim);
+        for off in slots {
+            let folio = self.swap[dev as usize].cache[off as usize];
+            if folio == super::folio::NIL
+                || self.swap[dev as usize].swap_map[off as usize] != SWAP_HAS_CACHE
+            {
+                continue;
+            }
+            if self.folio_free_swap(folio) && self.mem.mapcount(folio) == 0 {
+                self.free_folio(folio);
+            }
+        }
     }
 
     pub fn swap_duplicate(&mut self, dev: u32, off: u32) {
@@ -307,66 +648,163 @@ impl Kernel {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::scenario::profile::Kernel as Gen;
+
+    const MIB: u64 = 1 << 20;
+
+    fn dev(gen: Gen, size: u64) -> SwapInfo {
+        SwapInfo::new("s", SwapKind::Ssd, -2, size, 1, gen)
+    }
 
     #[test]
-    fn free_list_is_column_major_and_skips_the_header_cluster() {
-        let si = SwapInfo::new("s", SwapKind::Ssd, -2, 128 * 2 * 1024 * 1024, 1);
-        let order: Vec<u32> = si.free_clusters.iter().copied().take(6).collect();
-        assert_eq!(order, vec![32, 64, 96, 1, 33, 65]);
-        assert_eq!(si.free_clusters.len(), 127);
+    fn free_list_is_column_major_and_the_header_cluster_placement_depends_on_the_generation() {
+        let si = dev(Gen::V6_9, 256 * MIB);
+        assert_eq!(&si.list_clusters(LIST_FREE)[..6], &[32, 64, 96, 1, 33, 65]);
+        assert_eq!(si.list_len(LIST_FREE), 127);
+        assert_eq!(si.clusters[0].list, LIST_NONE);
+        let si = dev(Gen::V6_12, 256 * MIB);
+        assert_eq!(
+            si.list_clusters(list_nonfull(0)),
+            vec![0],
+            "v6.12 puts the header cluster on nonfull[0]"
+        );
     }
 
     #[test]
     fn v6_9_order0_fills_a_cluster_then_takes_the_next_free_one() {
-        let mut si = SwapInfo::new("s", SwapKind::Ssd, -2, 64 << 20, 1);
-        let first = si.alloc(Gen::V6_9, 0, 0).unwrap();
-        assert_eq!(first, 512);
+        let mut si = dev(Gen::V6_9, 64 * MIB);
+        assert_eq!(si.alloc(0, 0, false), Some(512));
         for i in 1..512 {
-            assert_eq!(si.alloc(Gen::V6_9, 0, 0), Some(512 + i));
+            assert_eq!(si.alloc(0, 0, false), Some(512 + i));
         }
-        assert_eq!(si.alloc(Gen::V6_9, 0, 0), Some(1024));
+        assert_eq!(si.alloc(0, 0, false), Some(1024));
         assert_eq!(si.clusters[1].count, 512);
-        assert!(!si.clusters[1].free);
     }
 
     #[test]
-    fn v6_9_allows_only_whole_cluster_large_allocations() {
-        let mut si = SwapInfo::new("s", SwapKind::Ssd, -2, 64 << 20, 1);
-        assert_eq!(si.alloc(Gen::V6_9, 0, 4), None);
-        assert_eq!(si.alloc(Gen::V6_9, 0, 9), Some(512));
+    fn v6_9_rejects_mthp_orders_and_hands_out_pmd_clusters_whole() {
+        let mut si = dev(Gen::V6_9, 64 * MIB);
+        assert_eq!(si.alloc(0, 4, false), None);
+        assert_eq!(si.alloc(0, 9, false), Some(512));
         assert_eq!(si.inuse_pages, 512);
     }
 
     #[test]
-    fn v6_10_large_allocations_are_naturally_aligned_and_only_from_free_clusters() {
-        let mut si = SwapInfo::new("s", SwapKind::Ssd, -2, 4 << 20, 1);
+    fn v6_10_large_allocations_are_aligned_and_only_from_free_clusters() {
+        let mut si = dev(Gen::V6_10, 4 * MIB);
         // Two clusters: 0 holds the header, 1 is free.
-        assert_eq!(si.alloc(Gen::V6_10, 0, 0), Some(512));
-        let a = si.alloc(Gen::V6_10, 0, 4);
-        assert_eq!(a, None, "the only free cluster was taken by order 0");
+        assert_eq!(si.alloc(0, 0, false), Some(512));
+        assert_eq!(
+            si.alloc(0, 4, false),
+            None,
+            "the only free cluster went to order 0"
+        );
         si.free_slots_range(512, 1);
-        let a = si.alloc(Gen::V6_10, 0, 4).unwrap();
+        let a = si.alloc(0, 4, false).unwrap();
         assert_eq!(a % 16, 0);
-        assert_eq!(si.alloc(Gen::V6_10, 0, 4), Some(a + 16));
+        assert_eq!(si.alloc(0, 4, false), Some(a + 16));
     }
 
     #[test]
-    fn freeing_the_last_slot_returns_the_cluster_to_the_free_tail() {
-        let mut si = SwapInfo::new("s", SwapKind::Ssd, -2, 64 << 20, 1);
-        let off = si.alloc(Gen::V6_9, 0, 9).unwrap();
-        let before = si.free_clusters.len();
-        si.free_slots_range(off, 512);
-        assert_eq!(si.free_clusters.len(), before + 1);
-        assert_eq!(*si.free_clusters.back().unwrap(), off / 512);
-        assert_eq!(si.inuse_pages, 0);
+    fn v6_10_order0_steals_by_linear_scan_when_no_cluster_is_free() {
+        let mut si = dev(Gen::V6_10, 4 * MIB);
+        let a = si.alloc(0, 4, false).unwrap();
+        assert_eq!(a, 512);
+        // Cluster 0 has the header: its other slots are reachable only by the scan.
+        assert_eq!(si.alloc(0, 0, false), Some(1));
+    }
+
+    #[test]
+    fn v6_12_cluster_lists_follow_allocation_and_free() {
+        let mut si = dev(Gen::V6_12, 8 * MIB);
+        // free -> nonfull[4] on the first order-4 allocation
+        let a = si.alloc(0, 4, false).unwrap();
+        let idx = a / 512;
+        assert_eq!(si.clusters[idx as usize].list, list_nonfull(4));
+        assert_eq!(si.clusters[idx as usize].order, 4);
+        // ... full at 512 slots
+        for _ in 1..32 {
+            si.alloc(0, 4, false).unwrap();
+        }
+        assert_eq!(si.clusters[idx as usize].list, LIST_FULL);
+        // full -> nonfull[4] on any free
+        si.free_slots_range(a + 16, 16);
+        assert_eq!(si.clusters[idx as usize].list, list_nonfull(4));
+        // -> free when the count reaches 0
+        for off in (a..a + 512).step_by(16).filter(|&o| o != a + 16) {
+            si.free_slots_range(off, 16);
+        }
+        assert_eq!(si.clusters[idx as usize].list, LIST_FREE);
+        assert_eq!(si.clusters[idx as usize].order, 0);
+    }
+
+    #[test]
+    fn v6_12_slow_path_moves_nonfull_clusters_to_frag() {
+        let mut si = dev(Gen::V6_12, 2 * MIB * 2);
+        // Fill the single free cluster with order 4, then free one aligned block in the middle.
+        let a = si.alloc(0, 4, false).unwrap();
+        for _ in 1..32 {
+            si.alloc(0, 4, false).unwrap();
+        }
+        si.free_slots_range(a + 32, 1);
+        assert_eq!(si.clusters[(a / 512) as usize].list, list_nonfull(4));
+        // An order-4 request finds no aligned 16-slot hole: the scan leaves the cluster on frag[4].
+        assert_eq!(si.alloc(0, 4, false), None);
+        assert_eq!(si.clusters[(a / 512) as usize].list, list_frag(4));
+        // Order 0 first finds room in the header's cluster, on nonfull[0].
+        assert_eq!(si.alloc(0, 0, false), Some(1));
+    }
+
+    #[test]
+    fn v6_12_order0_steals_frag_before_nonfull_in_ascending_order() {
+        let mut si = dev(Gen::V6_12, 8 * MIB);
+        // Clusters 1, 2 and 3 serve orders 2, 3 and 2; no free cluster is left.
+        let c1 = si.alloc(0, 2, false).unwrap() / 512;
+        let c2 = si.alloc(0, 3, false).unwrap() / 512;
+        si.percpu_next[0][2] = NONE;
+        let c3 = si.alloc(0, 2, false).unwrap() / 512;
+        assert_eq!((c1, c2, c3), (1, 2, 3));
+        // Fill cluster 0 (the header's) so order 0 must steal.
+        while si.clusters[0].count < 512 {
+            si.alloc(0, 0, false).unwrap();
+        }
+        si.percpu_next[0][0] = NONE;
+        si.list_add_tail(3, list_frag(2));
+        // frag[2] (cluster 3) comes before nonfull[2] (cluster 1) and nonfull[3] (cluster 2).
+        let s = si.alloc(0, 0, false).unwrap();
+        assert_eq!(s / 512, 3);
+    }
+
+    #[test]
+    fn v6_12_notes_cache_only_slots_only_when_swap_is_full() {
+        let mut si = dev(Gen::V6_12, 4 * MIB);
+        while si.alloc(0, 0, false).is_some() {}
+        // Every slot is referenced by a swap PTE but 700, which only the swap cache holds.
+        for s in 1..1024 {
+            si.swap_map[s] = 1;
+        }
+        si.swap_map[700] = SWAP_HAS_CACHE;
+        si.clusters[1].count -= 1;
+        assert_eq!(si.scan_cluster(512, 0, false), None);
+        assert!(si.pending_reclaim.is_empty());
+        assert_eq!(si.scan_cluster(512, 0, true), None);
+        assert_eq!(si.pending_reclaim, vec![700]);
+    }
+
+    #[test]
+    fn v6_18_relocates_scanned_clusters_to_frag() {
+        let mut si = dev(Gen::V6_18, 8 * MIB);
+        let a = si.alloc(0, 4, false).unwrap();
+        assert_eq!(si.clusters[(a / 512) as usize].list, list_frag(4));
+        assert_eq!(si.clusters[(a / 512) as usize].order, 4);
+        si.free_slots_range(a, 16);
+        assert_eq!(si.clusters[(a / 512) as usize].list, LIST_FREE);
     }
 
     #[test]
     fn rotational_devices_allocate_sequentially_and_never_large() {
-        let mut si = SwapInfo::new("s", SwapKind::Hdd, -2, 4 << 20, 1);
-        assert_eq!(si.alloc(Gen::V6_12, 0, 0), Some(1));
-        assert_eq!(si.alloc(Gen::V6_12, 0, 0), Some(2));
-        assert_eq!(si.alloc(Gen::V6_12, 0, 9), None);
+        let mut si = SwapInfo::new("s", SwapKind::Hdd, -2, 4 * MIB, 1, Gen::V6_12);
+        assert_eq!(si.alloc(0, 0, false), Some(1));
+        assert_eq!(si.alloc(0, 0, false), Some(2));
+        assert_eq!(si.alloc(0, 9, false), None);
     }
 }
