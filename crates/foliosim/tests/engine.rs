@@ -338,3 +338,68 @@ fn v6_12_zeromap_skips_io_for_zero_filled_folios() {
     assert_eq!(newest.vmstat["swpout_zero"], 4096);
     assert_eq!(newest.vmstat["swpin_zero"], 4096);
 }
+
+/// The bundled thp_swap_allocator_test scenario, shortened to a few iterations.
+fn thp_swap_allocator(profile: &str, variant: &str) -> RunResult {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../scenarios/thp-swap-allocator.toml"
+    );
+    let scenario = foliosim::scenario::parse::load(std::path::Path::new(path)).unwrap();
+    let mut spec = resolve(&scenario, profile, Some(variant), &[], 1, true).unwrap();
+    if let foliosim::scenario::Program::ThpSwapAllocator { iterations, .. } =
+        &mut spec.scenario.tasks[0].program
+    {
+        *iterations = 8;
+    }
+    foliosim::run(&spec, &mut |_| {}).unwrap()
+}
+
+#[test]
+fn thp_swap_allocator_falls_back_without_the_cluster_order_lists() {
+    for variant in ["none", "a", "s", "as"] {
+        let r = thp_swap_allocator("v6.10", variant);
+        assert_eq!(r.iterations.len(), 8);
+        for (i, it) in r.iterations.iter().enumerate() {
+            let (out, fallback) = (
+                it["swpout_inc"].as_u64().unwrap(),
+                it["fallback_inc"].as_u64().unwrap(),
+            );
+            // Only the 64K blocks rewritten after MADV_DONTNEED are large at pageout: ~225 of 960.
+            assert!(
+                (200..=240).contains(&(out + fallback)),
+                "{variant} iteration {}: {out} + {fallback}",
+                i + 1
+            );
+            if i > 0 {
+                assert!(
+                    it["fallback_pct"].as_f64().unwrap() >= 80.0,
+                    "{variant} iteration {}",
+                    i + 1
+                );
+            }
+        }
+    }
+    // The published first iteration of -a: 32 swpout, 192 fallback.
+    let a = thp_swap_allocator("v6.10", "a");
+    assert_eq!(
+        (
+            a.iterations[0]["swpout_inc"].as_u64(),
+            a.iterations[0]["fallback_inc"].as_u64()
+        ),
+        (Some(32), Some(192))
+    );
+}
+
+#[test]
+fn thp_swap_allocator_rarely_falls_back_with_the_cluster_order_lists() {
+    for variant in ["a", "as"] {
+        let r = thp_swap_allocator("v6.12", variant);
+        let pcts: Vec<f64> = r.iterations[1..]
+            .iter()
+            .map(|it| it["fallback_pct"].as_f64().unwrap_or(0.0))
+            .collect();
+        let mean = pcts.iter().sum::<f64>() / pcts.len() as f64;
+        assert!(mean <= 5.0, "{variant}: mean fallback {mean}%");
+    }
+}

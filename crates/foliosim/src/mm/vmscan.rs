@@ -57,7 +57,6 @@ pub struct Lruvec {
 pub struct ScanControl {
     pub nr_to_reclaim: u64,
     pub nr_reclaimed: u64,
-    pub nr_scanned: u64,
     pub priority: u32,
     pub is_kswapd: bool,
     /// MADV_PAGEOUT: reclaim without looking at references.
@@ -70,7 +69,6 @@ impl ScanControl {
         ScanControl {
             nr_to_reclaim,
             nr_reclaimed: 0,
-            nr_scanned: 0,
             priority: DEF_PRIORITY,
             is_kswapd,
             ignore_references: false,
@@ -274,7 +272,6 @@ impl Kernel {
         let mut list = std::mem::take(&mut self.reclaim_scratch);
         list.clear();
         let scanned = self.isolate_lru_folios(lv, Lru::InactiveAnon, nr_to_scan, &mut list);
-        sc.nr_scanned += scanned;
         let memcg = lv / self.nodes.len();
         self.stat.count(
             if sc.is_kswapd {
@@ -363,7 +360,6 @@ impl Kernel {
                         self.putback_folio(folio, true);
                         continue;
                     }
-                    sc.nr_scanned -= nr as u64 - 1;
                 }
                 if !self.add_to_swap(folio) {
                     let nr = self.mem.nr_pages(folio);
@@ -377,7 +373,6 @@ impl Kernel {
                         continue;
                     }
                     self.count_swpout_fallback(folio, order);
-                    sc.nr_scanned -= nr as u64 - 1;
                     if !self.add_to_swap(folio) {
                         self.putback_folio(folio, true);
                         continue;
