@@ -108,7 +108,7 @@ impl Kernel {
                 }
                 (cpu, 0)
             }
-            SwapKind::Ssd => {
+            SwapKind::Ssd | SwapKind::File => {
                 let service = Self::transfer_ns(bytes, hw.ssd_bandwidth_bytes_per_s);
                 (
                     hw.block_io_overhead_ns,
@@ -145,7 +145,7 @@ impl Kernel {
                     0,
                 )
             }
-            SwapKind::Ssd => {
+            SwapKind::Ssd | SwapKind::File => {
                 let service = Self::transfer_ns(bytes, hw.ssd_bandwidth_bytes_per_s);
                 (
                     hw.block_io_overhead_ns,

@@ -520,6 +520,10 @@ impl SwapInfo {
         if self.free_slots() < nr as u64 {
             return None;
         }
+        // Large allocations need a block device with clusters (SWP_BLKDEV and cluster_info).
+        if order > 0 && self.kind == SwapKind::File {
+            return None;
+        }
         if !self.has_clusters() {
             if order > 0 {
                 return None;
@@ -798,6 +802,14 @@ mod tests {
         assert_eq!(si.clusters[(a / 512) as usize].order, 4);
         si.free_slots_range(a, 16);
         assert_eq!(si.clusters[(a / 512) as usize].list, LIST_FREE);
+    }
+
+    #[test]
+    fn swap_files_use_clusters_for_order0_but_never_allocate_large() {
+        let mut si = SwapInfo::new("f", SwapKind::File, -2, 4 * MIB, 1, Gen::V6_12);
+        assert_eq!(si.alloc(0, 4, false), None);
+        assert_eq!(si.alloc(0, 9, false), None);
+        assert!(si.alloc(0, 0, false).is_some());
     }
 
     #[test]

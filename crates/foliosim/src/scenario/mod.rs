@@ -68,6 +68,8 @@ pub enum SwapKind {
     Ssd,
     /// Rotational block device.
     Hdd,
+    /// A swap file on a filesystem on an SSD: not a block device, so no large allocations.
+    File,
 }
 
 #[derive(Clone, Debug)]

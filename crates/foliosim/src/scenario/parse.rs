@@ -568,6 +568,7 @@ fn parse_swap(top: &Node) -> Res<Vec<SwapSpec>> {
         ("zram", SwapKind::Zram),
         ("ssd", SwapKind::Ssd),
         ("hdd", SwapKind::Hdd),
+        ("file", SwapKind::File),
     ];
     let mut seen = BTreeSet::new();
     let mut devices = Vec::new();
