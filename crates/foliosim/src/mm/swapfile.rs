@@ -451,16 +451,7 @@ impl SwapInfo {
         if order > 0 {
             return None;
         }
-        for o in 1..SWAP_NR_ORDERS as u32 {
-            for list in [list_frag(o), list_nonfull(o)] {
-                for idx in self.list_clusters(list) {
-                    if let Some(r) = self.scan_cluster(idx * SWAPFILE_CLUSTER, 0, swap_full) {
-                        return Some(r);
-                    }
-                }
-            }
-        }
-        None
+        self.steal_order0(swap_full, false)
     }
 
     /// cluster_alloc_swap_entry of the newest design (v6.18 profile).
@@ -501,11 +492,22 @@ impl SwapInfo {
         if order > 0 {
             return None;
         }
+        self.steal_order0(swap_full, true)
+    }
+
+    /// Order 0 takes a slot from the higher orders' clusters: frag[o] then nonfull[o], o rising.
+    fn steal_order0(&mut self, swap_full: bool, isolate: bool) -> Option<(u32, u32)> {
         for o in 1..SWAP_NR_ORDERS as u32 {
             for list in [list_frag(o), list_nonfull(o)] {
                 for idx in self.list_clusters(list) {
-                    if let Some(r) = self.scan_isolated(idx, idx * SWAPFILE_CLUSTER, 0, swap_full) {
-                        return Some(r);
+                    let start = idx * SWAPFILE_CLUSTER;
+                    let r = if isolate {
+                        self.scan_isolated(idx, start, 0, swap_full)
+                    } else {
+                        self.scan_cluster(start, 0, swap_full)
+                    };
+                    if r.is_some() {
+                        return r;
                     }
                 }
             }
