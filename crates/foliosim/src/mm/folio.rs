@@ -202,14 +202,6 @@ impl MemMap {
             p.content = c;
         }
     }
-
-    /// Is every page of the folio zero-filled?
-    pub fn folio_is_zero(&self, folio: FolioId) -> bool {
-        let nr = self.nr_pages(folio) as usize;
-        self.pages[folio as usize..folio as usize + nr]
-            .iter()
-            .all(|p| p.content == content::ZERO)
-    }
 }
 
 #[cfg(test)]

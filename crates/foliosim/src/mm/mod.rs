@@ -39,7 +39,6 @@ pub struct Node {
     pub tier: Tier,
     pub cpus: Vec<u32>,
     pub kswapd: u32,
-    pub lru_lock: FifoServer,
 }
 
 pub struct Cpu {
@@ -133,7 +132,6 @@ impl Kernel {
                 tier: n.tier,
                 cpus: node_cpus,
                 kswapd: 0,
-                lru_lock: FifoServer::default(),
             });
         }
         let total_pages: u64 = zones.iter().map(|z| z.managed_pages()).sum();

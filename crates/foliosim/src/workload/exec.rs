@@ -247,32 +247,44 @@ impl Kernel {
         }
     }
 
+    /// The CPU of the task's node that frees up first (any CPU for a CPU-less node).
     fn pick_cpu(&self, node: u32) -> u32 {
+        let earliest = |c: &u32| (self.cpus[*c as usize].busy.busy_until_ns, *c);
         let cpus = &self.nodes[node as usize].cpus;
-        let candidates: Box<dyn Iterator<Item = u32>> = if cpus.is_empty() {
-            Box::new(0..self.cpus.len() as u32)
+        if cpus.is_empty() {
+            (0..self.cpus.len() as u32)
+                .min_by_key(earliest)
+                .unwrap_or(0)
         } else {
-            Box::new(cpus.iter().copied())
-        };
-        candidates
-            .min_by_key(|&c| (self.cpus[c as usize].busy.busy_until_ns, c))
-            .unwrap_or(0)
+            cpus.iter().copied().min_by_key(earliest).unwrap_or(0)
+        }
     }
 
+    /// Page touches the user programs will make, for the progress bar.
     fn total_touches_planned(&self) -> u64 {
         let mut total = 0;
         for t in self.tasks.iter().filter(|t| t.is_user()) {
+            let mut regions: Vec<(&str, u64)> = Vec::new();
             for op in t.program.iter() {
-                if let Op::Touch {
-                    count, len_bytes, ..
-                } = op
-                {
-                    total += count
-                        .unwrap_or(len_bytes.unwrap_or(0) / crate::mm::PAGE_SIZE)
-                        .max(1);
-                }
-                if let Op::Mmap { size_bytes, .. } = op {
-                    total += size_bytes / crate::mm::PAGE_SIZE / 4;
+                match op {
+                    Op::Mmap { region, size_bytes } => {
+                        regions.push((region, size_bytes / crate::mm::PAGE_SIZE))
+                    }
+                    Op::Touch {
+                        region,
+                        count,
+                        len_bytes,
+                        ..
+                    } => {
+                        let region_pages = regions
+                            .iter()
+                            .rev()
+                            .find(|(r, _)| r == region)
+                            .map_or(0, |r| r.1);
+                        let range = len_bytes.map_or(region_pages, |l| l / crate::mm::PAGE_SIZE);
+                        total += count.unwrap_or(range);
+                    }
+                    _ => {}
                 }
             }
         }
