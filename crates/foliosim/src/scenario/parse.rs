@@ -562,6 +562,8 @@ fn parse_machine(top: &Node) -> Res<MachineSpec> {
     Ok(spec)
 }
 
+const MAX_SWAP_BYTES: u64 = (1 << 27) * PAGE_SIZE;
+
 fn parse_swap(top: &Node) -> Res<Vec<SwapSpec>> {
     let kinds = [
         ("brd", SwapKind::Brd),
@@ -590,6 +592,16 @@ fn parse_swap(top: &Node) -> Res<Vec<SwapSpec>> {
                 "size",
                 format!("expected a multiple of 4 KiB, found {size_bytes} bytes"),
             ));
+        }
+        // Swap entries carry a 27-bit offset.
+        if size_bytes > MAX_SWAP_BYTES {
+            return Err(dev.err(
+                "size",
+                format!("expected at most 512G, found {}", format_size(size_bytes)),
+            ));
+        }
+        if size_bytes < 2 * PAGE_SIZE {
+            return Err(dev.err("size", "expected at least 8K: a header page and one slot"));
         }
         let priority = match dev.int_opt("priority", -32768, 32767)? {
             Some(p) => p as i32,
