@@ -1,7 +1,8 @@
 //! The invariant checker (`--check`, always on in tests). It reads the kernel's state and never
 //! changes it:
 //! - pages are conserved per node: free pages plus pages in folios equal the node's pages;
-//! - every swap slot's count equals its swap PTEs, and its cache bit matches the swap cache;
+//! - every swap slot's count equals its swap PTEs, and its cache bit matches the swap cache (or
+//!   the per-CPU slot cache);
 //! - every folio is on at most one LRU list, and a folio flagged PG_lru is on one;
 //! - no present PTE points into a free page, and mapcounts equal the PTEs that map each folio.
 
@@ -102,6 +103,13 @@ pub fn check(k: &Kernel) -> Vec<String> {
             ));
         }
     }
+    let mut slot_cached: Vec<Vec<bool>> =
+        k.swap.iter().map(|s| vec![false; s.max as usize]).collect();
+    for c in &k.slot_cache.cpus {
+        for &(d, o) in c.slots.iter().chain(&c.slots_ret) {
+            slot_cached[d as usize][o as usize] = true;
+        }
+    }
     for (d, si) in k.swap.iter().enumerate() {
         for off in 1..si.max as usize {
             let m = si.swap_map[off];
@@ -113,7 +121,8 @@ pub fn check(k: &Kernel) -> Vec<String> {
                     swap_refs[d][off]
                 ));
             }
-            let cached = si.cache[off] != NIL;
+            // A slot the slot cache holds is marked SWAP_HAS_CACHE with no folio behind it.
+            let cached = si.cache[off] != NIL || slot_cached[d][off];
             if cached != (m & SWAP_HAS_CACHE != 0) {
                 out.push(format!(
                     "swap {} slot {off}: SWAP_HAS_CACHE {} but swap cache {}",

@@ -403,3 +403,48 @@ fn thp_swap_allocator_rarely_falls_back_with_the_cluster_order_lists() {
         assert!(mean <= 5.0, "{variant}: mean fallback {mean}%");
     }
 }
+
+#[test]
+fn slot_cache_batches_allocations_and_holds_frees_once_active() {
+    // 2 CPUs: active above 640 free slots, inactive below 256.
+    let toml = MEMCG_PRESSURE.replace(r#"size = "1G""#, r#"size = "4M""#);
+    let scenario = parse_str(&toml, "test.toml").unwrap();
+    let spec = resolve(&scenario, "v6.12", None, &[], 1, true).unwrap();
+    let mut k = foliosim::mm::Kernel::boot(&spec).unwrap();
+    assert!(!k.slot_cache.active, "the cache starts inactive");
+    let (dev, first) = k.alloc_swap_slot().unwrap();
+    assert!(k.slot_cache.active, "1023 free slots > 2 x 320");
+    assert_eq!(
+        k.swap[0].inuse_pages, 64,
+        "a refill takes a whole batch, counted as used"
+    );
+    // A freed slot stays marked and counted until its CPU's batch of frees is released.
+    k.free_swap_slot(dev, first);
+    assert_eq!(
+        k.swap[0].swap_map[first as usize],
+        foliosim::mm::swapfile::SWAP_HAS_CACHE
+    );
+    assert_eq!(k.swap[0].inuse_pages, 64);
+    assert!(foliosim::check::check(&k).is_empty());
+    // Use slots until fewer than 2 x 128 are free: the cache turns off and drains.
+    let mut held = Vec::new();
+    while k.nr_swap_pages() >= 256 {
+        held.push(k.alloc_swap_slot().unwrap());
+    }
+    k.alloc_swap_slot().unwrap();
+    assert!(!k.slot_cache.active);
+    assert!(k
+        .slot_cache
+        .cpus
+        .iter()
+        .all(|c| c.slots.is_empty() && c.slots_ret.is_empty()));
+    assert_eq!(
+        k.swap[0].swap_map[first as usize], 0,
+        "the held free was released by the drain"
+    );
+
+    let newest = resolve(&scenario, "v6.18", None, &[], 1, true).unwrap();
+    let mut k = foliosim::mm::Kernel::boot(&newest).unwrap();
+    k.alloc_swap_slot().unwrap();
+    assert_eq!(k.swap[0].inuse_pages, 1, "no slot cache after v6.14");
+}

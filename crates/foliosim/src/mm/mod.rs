@@ -11,6 +11,7 @@ pub mod page_alloc;
 pub mod pagetable;
 pub mod rmap;
 pub mod swap_device;
+pub mod swap_slots;
 pub mod swap_state;
 pub mod swapfile;
 pub mod vma;
@@ -73,6 +74,8 @@ pub struct Kernel {
     pub tlb_batch: rmap::TlbBatch,
     /// Reused list of isolated folios, so reclaim does not allocate.
     pub reclaim_scratch: Vec<folio::FolioId>,
+    /// The per-CPU swap slot cache (v6.9–v6.12).
+    pub slot_cache: swap_slots::SlotCache,
     /// Per device, per slot: the zeromap bit (v6.12+): the slot's page was zero-filled, not written.
     pub zeromap: Vec<Vec<bool>>,
     /// Pages holding each zram device's compressed data (empty for other devices).
@@ -175,6 +178,7 @@ impl Kernel {
             iterations: Vec::new(),
             zram_pages: Vec::new(),
             zeromap: Vec::new(),
+            slot_cache: swap_slots::SlotCache::new(spec.scenario.machine.nr_cpus() as usize),
         };
         k.zram_pages = vec![Vec::new(); k.swap.len()];
         k.zeromap = k.swap.iter().map(|s| vec![false; s.max as usize]).collect();

@@ -54,7 +54,12 @@ impl Kernel {
     /// add_to_swap: allocate slots for the whole folio and put it in the swap cache, dirty.
     pub fn add_to_swap(&mut self, folio: FolioId) -> bool {
         let order = self.mem.order(folio);
-        let Some((dev, off)) = self.get_swap_pages(order) else {
+        let entry = if order == 0 {
+            self.alloc_swap_slot()
+        } else {
+            self.get_swap_pages(order)
+        };
+        let Some((dev, off)) = entry else {
             return false;
         };
         self.add_to_swap_cache(folio, dev, off);
@@ -72,13 +77,29 @@ impl Kernel {
         let nr = self.mem.nr_pages(folio);
         self.mem.clear(folio, pg::SWAPCACHE);
         self.mem.pages[folio as usize].private = 0;
+        let range_free =
+            self.profile_kernel() >= Gen::V6_12 || nr == super::swapfile::SWAPFILE_CLUSTER;
         let si = &mut self.swap[dev as usize];
         for s in off..off + nr {
             si.cache[s as usize] = NIL;
-            si.swap_map[s as usize] &= !SWAP_HAS_CACHE;
-            if si.swap_map[s as usize] == 0 {
-                si.free_slots_range(s, 1);
+        }
+        // put_swap_folio: a large folio whose slots nothing else holds is freed as one range
+        // (from v6.12; v6.10 only for a whole PMD cluster); the rest go slot by slot.
+        let whole = nr > 1
+            && range_free
+            && (off..off + nr).all(|s| si.swap_map[s as usize] == SWAP_HAS_CACHE);
+        if whole {
+            si.free_slots_range(off, nr);
+            for s in off..off + nr {
                 si.zram_free(s);
+            }
+            return;
+        }
+        for s in off..off + nr {
+            let m = &mut self.swap[dev as usize].swap_map[s as usize];
+            *m &= !SWAP_HAS_CACHE;
+            if *m == 0 {
+                self.free_swap_slot(dev, s);
             }
         }
     }
@@ -124,8 +145,7 @@ impl Kernel {
         si.swap_map[off as usize] -= 1;
         let m = si.swap_map[off as usize];
         if m == 0 {
-            si.free_slots_range(off, 1);
-            si.zram_free(off);
+            self.free_swap_slot(dev, off);
         } else if m == SWAP_HAS_CACHE {
             let folio = si.cache[off as usize];
             if folio != NIL {

@@ -349,7 +349,13 @@ impl SwapInfo {
                     self.clusters[idx as usize].count as u32 == SWAPFILE_CLUSTER || next + nr > end;
                 return Some((o, if done { NONE } else { next }));
             }
-            if swap_full && range.iter().all(|&m| m == 0 || m == SWAP_HAS_CACHE) {
+            // Cache-only slots are usable once their folio leaves the swap cache; slots held by
+            // the slot cache have no folio and cannot be reclaimed.
+            let reclaimable = (o..o + nr).all(|s| {
+                let m = self.swap_map[s as usize];
+                m == 0 || (m == SWAP_HAS_CACHE && self.cache[s as usize] != super::folio::NIL)
+            });
+            if swap_full && reclaimable {
                 // The kernel reclaims this range now and takes it; the caller does that and retries.
                 self.pending_reclaim
                     .extend((o..o + nr).filter(|&s| self.swap_map[s as usize] == SWAP_HAS_CACHE));
@@ -384,8 +390,10 @@ impl SwapInfo {
         self.list_add_tail(idx, LIST_FULL);
         let start = idx * SWAPFILE_CLUSTER;
         let end = (start + SWAPFILE_CLUSTER).min(self.max);
-        self.pending_reclaim
-            .extend((start..end).filter(|&s| self.swap_map[s as usize] == SWAP_HAS_CACHE));
+        let (map, cache) = (&self.swap_map, &self.cache);
+        self.pending_reclaim.extend((start..end).filter(|&s| {
+            map[s as usize] == SWAP_HAS_CACHE && cache[s as usize] != super::folio::NIL
+        }));
     }
 
     /// Scans one cluster taken off its list (v6.18 isolation) and puts it back where it belongs.
@@ -640,13 +648,11 @@ impl Kernel {
 
     /// swap_free: drop one reference; the slot is free when nothing else holds it.
     pub fn swap_free(&mut self, dev: u32, off: u32) {
-        let si = &mut self.swap[dev as usize];
-        let m = &mut si.swap_map[off as usize];
+        let m = &mut self.swap[dev as usize].swap_map[off as usize];
         debug_assert!(*m & COUNT_MASK > 0);
         *m -= 1;
         if *m == 0 {
-            si.free_slots_range(off, 1);
-            si.zram_free(off);
+            self.free_swap_slot(dev, off);
         }
     }
 }
@@ -789,6 +795,7 @@ mod tests {
             si.swap_map[s] = 1;
         }
         si.swap_map[700] = SWAP_HAS_CACHE;
+        si.cache[700] = 4242;
         si.clusters[1].count -= 1;
         assert_eq!(si.scan_cluster(512, 0, false), None);
         assert!(si.pending_reclaim.is_empty());
