@@ -448,3 +448,38 @@ fn slot_cache_batches_allocations_and_holds_frees_once_active() {
     k.alloc_swap_slot().unwrap();
     assert_eq!(k.swap[0].inuse_pages, 1, "no slot cache after v6.14");
 }
+
+#[test]
+fn equal_priority_devices_take_turns_and_higher_priority_goes_first() {
+    let toml = r#"
+name = "t"
+[[machine.node]]
+memory = "1G"
+cpus = 1
+[[swap]]
+name = "a"
+kind = "ssd"
+size = "64M"
+priority = 5
+[[swap]]
+name = "b"
+kind = "ssd"
+size = "64M"
+priority = 5
+[[swap]]
+name = "low"
+kind = "ssd"
+size = "64M"
+priority = 1
+[[task]]
+name = "t"
+ops = [{ op = "mmap", region = "a", size = "4M" }]
+"#;
+    let scenario = parse_str(toml, "test.toml").unwrap();
+    let spec = resolve(&scenario, "v6.18", None, &[], 1, true).unwrap();
+    let mut k = foliosim::mm::Kernel::boot(&spec).unwrap();
+    let devs: Vec<u32> = (0..4).map(|_| k.get_swap_pages(0).unwrap().0).collect();
+    let name = |d: u32| k.swap[d as usize].name.clone();
+    let names: Vec<String> = devs.iter().map(|&d| name(d)).collect();
+    assert_eq!(names, ["a", "b", "a", "b"]);
+}

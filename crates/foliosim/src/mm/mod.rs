@@ -60,6 +60,8 @@ pub struct Kernel {
     pub mms: Vec<Mm>,
     pub anon_vmas: Vec<AnonVma>,
     pub swap: Vec<SwapInfo>,
+    /// Devices in swap_avail_heads order: by priority, equal priorities rotating.
+    pub swap_avail: Vec<u32>,
     pub tasks: Vec<Task>,
     pub runq: RunQueue,
     pub stat: VmStat,
@@ -165,6 +167,7 @@ impl Kernel {
             lruvecs,
             mms: Vec::new(),
             anon_vmas: Vec::new(),
+            swap_avail: (0..swap.len() as u32).collect(),
             swap,
             tasks: Vec::new(),
             runq: RunQueue::default(),

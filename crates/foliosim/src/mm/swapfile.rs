@@ -599,7 +599,9 @@ impl Kernel {
     pub fn get_swap_pages(&mut self, order: u32) -> Option<(u32, u32)> {
         let cpu = self.current_cpu as usize;
         let swap_full = self.vm_swap_full();
-        for dev in 0..self.swap.len() {
+        for dev in self.swap_avail.clone() {
+            self.plist_requeue(dev);
+            let dev = dev as usize;
             if self.swap[dev].free_slots() == 0 {
                 continue;
             }
@@ -621,6 +623,24 @@ impl Kernel {
             }
         }
         None
+    }
+
+    /// plist_requeue: the device goes behind the others of its priority, so equal priorities
+    /// take turns.
+    fn plist_requeue(&mut self, dev: u32) {
+        let prio = self.swap[dev as usize].prio;
+        let pos = self
+            .swap_avail
+            .iter()
+            .position(|&d| d == dev)
+            .expect("device on the avail list");
+        self.swap_avail.remove(pos);
+        let end = self
+            .swap_avail
+            .iter()
+            .rposition(|&d| self.swap[d as usize].prio == prio)
+            .map_or(pos, |i| i + 1);
+        self.swap_avail.insert(end, dev);
     }
 
     /// __try_to_reclaim_swap(TTRS_ANYWAY) for each noted slot: a swap-cache folio none of whose
