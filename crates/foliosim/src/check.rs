@@ -113,6 +113,16 @@ pub fn check(k: &Kernel) -> Vec<String> {
     for (d, si) in k.swap.iter().enumerate() {
         for off in 1..si.max as usize {
             let m = si.swap_map[off];
+            if m == crate::mm::swapfile::SWAP_MAP_BAD {
+                let list = si.clusters[off / 512].list;
+                if list != crate::mm::swapfile::LIST_DISCARD {
+                    out.push(format!(
+                        "swap {} slot {off}: SWAP_MAP_BAD outside a cluster being discarded",
+                        si.name
+                    ));
+                }
+                continue;
+            }
             if m & 0x3f != swap_refs[d][off] {
                 out.push(format!(
                     "swap {} slot {off}: count {} but {} swap PTEs",
@@ -132,7 +142,10 @@ pub fn check(k: &Kernel) -> Vec<String> {
                 ));
             }
         }
-        let used = si.swap_map[1..].iter().filter(|&&m| m != 0).count() as u64;
+        let used = si.swap_map[1..]
+            .iter()
+            .filter(|&&m| m != 0 && m != crate::mm::swapfile::SWAP_MAP_BAD)
+            .count() as u64;
         if used != si.inuse_pages {
             out.push(format!(
                 "swap {}: {used} slots in use but inuse_pages {}",

@@ -150,6 +150,18 @@ fn kswapd_and_direct_reclaim_under_node_pressure_with_swap_in() {
 }
 
 #[test]
+fn discard_on_ssd_keeps_the_invariants_under_pressure() {
+    let toml = GLOBAL_PRESSURE.replace(r#"kind = "ssd""#, "kind = \"ssd\"\ndiscard = true");
+    for profile in ["v6.9", "v6.10", "v6.12", "v6.18"] {
+        let r = run(&toml, profile, &[]);
+        assert!(
+            r.vmstat["pswpout"] > 0 && r.vmstat["pswpin"] > 0,
+            "{profile}"
+        );
+    }
+}
+
+#[test]
 fn oom_kills_the_biggest_task_and_the_run_goes_on() {
     let toml = r#"
 name = "t"

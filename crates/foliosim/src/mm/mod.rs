@@ -154,7 +154,7 @@ impl Kernel {
         let lruvecs = (0..memcgs.len() * nodes.len())
             .map(|_| Lruvec::default())
             .collect();
-        let swap = swapfile::swapon_all(spec);
+        let swap = swapfile::swapon_all(spec, &hw);
 
         let mut k = Kernel {
             spec: spec.clone(),

@@ -77,9 +77,10 @@ impl Kernel {
 
     /// A slot that is exactly SWAP_HAS_CACHE with nothing behind it goes back to its device.
     fn release_swap_slot(&mut self, dev: u32, off: u32) {
+        let now = self.clock_ns;
         let si = &mut self.swap[dev as usize];
         debug_assert_eq!(si.swap_map[off as usize], SWAP_HAS_CACHE);
-        si.free_slots_range(off, 1);
+        si.free_slots_range(off, 1, now);
         si.zram_free(off);
     }
 

@@ -79,6 +79,7 @@ impl Kernel {
         self.mem.pages[folio as usize].private = 0;
         let range_free =
             self.profile_kernel() >= Gen::V6_12 || nr == super::swapfile::SWAPFILE_CLUSTER;
+        let now = self.clock_ns;
         let si = &mut self.swap[dev as usize];
         for s in off..off + nr {
             si.cache[s as usize] = NIL;
@@ -89,7 +90,7 @@ impl Kernel {
             && range_free
             && (off..off + nr).all(|s| si.swap_map[s as usize] == SWAP_HAS_CACHE);
         if whole {
-            si.free_slots_range(off, nr);
+            si.free_slots_range(off, nr, now);
             for s in off..off + nr {
                 si.zram_free(s);
             }

@@ -13,8 +13,10 @@
 //!   scan (free / frag[order] / full), one frag cluster per slow path, the same stealing order.
 //! Rotating devices have no clusters: order 0 by a sequential cursor, never large. Cache-only
 //! slots found while scanning are reclaimed by the caller (get_swap_pages) before one retry, where
-//! the kernel drops its locks to do it in place. Left out: the per-CPU slot cache (≤ v6.14), discard,
-//! swap continuation counts, the v6.9 per-CPU random scan base and conflict check.
+//! the kernel drops its locks to do it in place. With discard (swapon --discard, SSDs) an emptied
+//! cluster stays out of use until the device has discarded it; an allocator that would otherwise
+//! fail waits for the pending discards. The per-CPU slot cache is swap_slots.rs. Left out: swap
+//! continuation counts, the v6.9 per-CPU random scan base and its conflict check.
 
 use super::Kernel;
 use crate::scenario::profile::Kernel as Gen;
@@ -33,16 +35,17 @@ const NONE: u32 = u32::MAX;
 const SWAP_NR_ORDERS: usize = 10;
 const PMD_ORDER: u32 = 9;
 
-/// The cluster lists, by index: free, full, then nonfull[order] and frag[order].
+/// The cluster lists, by index: free, full, discard, then nonfull[order] and frag[order].
 pub const LIST_FREE: u8 = 0;
 pub const LIST_FULL: u8 = 1;
+pub const LIST_DISCARD: u8 = 2;
 pub const fn list_nonfull(order: u32) -> u8 {
-    2 + order as u8
+    3 + order as u8
 }
 pub const fn list_frag(order: u32) -> u8 {
-    2 + SWAP_NR_ORDERS as u8 + order as u8
+    3 + SWAP_NR_ORDERS as u8 + order as u8
 }
-const NR_LISTS: usize = 2 + 2 * SWAP_NR_ORDERS;
+const NR_LISTS: usize = 3 + 2 * SWAP_NR_ORDERS;
 /// On no list (in use before v6.12, or isolated).
 pub const LIST_NONE: u8 = u8::MAX;
 
@@ -87,6 +90,14 @@ pub struct SwapInfo {
     /// Cache-only slots the allocator wants reclaimed (v6.12+, when swap is more than half full).
     pub pending_reclaim: Vec<u32>,
     pub queue: FifoServer,
+    /// Swapped on with discard (SWP_PAGE_DISCARD): emptied clusters are discarded before reuse.
+    pub discard: bool,
+    /// Time the device takes to discard one cluster.
+    pub discard_ns: u64,
+    /// Clusters being discarded, in completion order: (done_ns, cluster).
+    pub discard_queue: VecDeque<(u64, u32)>,
+    /// Set by an allocation that had to wait for discards: the time they finished.
+    pub waited_until_ns: u64,
     /// Writes in flight on an asynchronous device, in completion order: (done_ns, folio).
     pub inflight: VecDeque<(u64, u32)>,
     /// zram mm_stat figures (zero for other kinds).
@@ -103,6 +114,19 @@ impl SwapInfo {
         size_bytes: u64,
         nr_cpus: usize,
         gen: Gen,
+    ) -> SwapInfo {
+        Self::with_discard(name, kind, prio, size_bytes, nr_cpus, gen, None)
+    }
+
+    /// A device swapped on with discard when `discard_ns` is given (SSDs only).
+    pub fn with_discard(
+        name: &str,
+        kind: SwapKind,
+        prio: i32,
+        size_bytes: u64,
+        nr_cpus: usize,
+        gen: Gen,
+        discard_ns: Option<u64>,
     ) -> SwapInfo {
         let max = (size_bytes / super::PAGE_SIZE).clamp(2, 1 << 27) as u32;
         let nr_clusters = max.div_ceil(SWAPFILE_CLUSTER);
@@ -134,6 +158,10 @@ impl SwapInfo {
             scan_next: 1,
             pending_reclaim: Vec::new(),
             queue: FifoServer::default(),
+            discard: discard_ns.is_some() && kind == SwapKind::Ssd,
+            discard_ns: discard_ns.unwrap_or(0),
+            discard_queue: VecDeque::new(),
+            waited_until_ns: 0,
             inflight: VecDeque::new(),
             zram: Default::default(),
             zram_stored: if kind == SwapKind::Zram {
@@ -257,8 +285,9 @@ impl SwapInfo {
     }
 
     /// swap_entry_range_free: slots that are exactly HAS_CACHE or 0 become free; the cluster moves
-    /// to the free list at count 0, and from v6.12 a full or fragmented one back to nonfull.
-    pub fn free_slots_range(&mut self, off: u32, nr: u32) {
+    /// to the free list (or is discarded first) at count 0, and from v6.12 a full or fragmented
+    /// one back to nonfull.
+    pub fn free_slots_range(&mut self, off: u32, nr: u32, now_ns: u64) {
         for s in off..off + nr {
             self.swap_map[s as usize] = 0;
         }
@@ -272,7 +301,11 @@ impl SwapInfo {
         let (count, list, order) = (ci.count, ci.list, ci.order as u32);
         if count == 0 {
             self.clusters[idx as usize].order = 0;
-            self.list_add_tail(idx, LIST_FREE);
+            if self.discard {
+                self.schedule_discard(idx, now_ns);
+            } else {
+                self.list_add_tail(idx, LIST_FREE);
+            }
             return;
         }
         if self.gen >= Gen::V6_12 && list != list_nonfull(order) && list != LIST_NONE {
@@ -280,7 +313,49 @@ impl SwapInfo {
         }
     }
 
+    fn cluster_range(&self, idx: u32) -> std::ops::Range<usize> {
+        let start = idx * SWAPFILE_CLUSTER;
+        start as usize..(start + SWAPFILE_CLUSTER).min(self.max) as usize
+    }
+
+    /// swap_cluster_schedule_discard: nothing may allocate in the cluster until the device has
+    /// discarded it.
+    fn schedule_discard(&mut self, idx: u32, now_ns: u64) {
+        let range = self.cluster_range(idx);
+        self.swap_map[range].fill(SWAP_MAP_BAD);
+        self.list_add_tail(idx, LIST_DISCARD);
+        let done = self.queue.serve(now_ns, self.discard_ns);
+        self.discard_queue.push_back((done, idx));
+    }
+
+    /// The discard work: clusters discarded by `until_ns` join the free list.
+    fn complete_discards(&mut self, until_ns: u64) {
+        while let Some(&(done, idx)) = self.discard_queue.front() {
+            if done > until_ns {
+                break;
+            }
+            self.discard_queue.pop_front();
+            let range = self.cluster_range(idx);
+            self.swap_map[range].fill(0);
+            self.list_add_tail(idx, LIST_FREE);
+        }
+    }
+
+    /// Waits for every pending discard, as the allocator does when it would fail otherwise.
+    fn discard_now(&mut self) -> bool {
+        let Some(&(last, _)) = self.discard_queue.back() else {
+            return false;
+        };
+        self.waited_until_ns = self.waited_until_ns.max(last);
+        self.complete_discards(u64::MAX);
+        true
+    }
+
+    /// A free cluster, or (v6.9/v6.10) one that pending discards free up.
     fn take_free_cluster(&mut self) -> Option<u32> {
+        if self.first(LIST_FREE).is_none() {
+            self.discard_now();
+        }
         let idx = self.first(LIST_FREE)?;
         self.list_del(idx);
         Some(idx)
@@ -523,9 +598,26 @@ impl SwapInfo {
         None
     }
 
-    /// Allocates 2^order slots marked SWAP_HAS_CACHE; returns the first offset. `swap_full` is
-    /// vm_swap_full(), which lets v6.12+ reuse cache-only slots.
-    pub fn alloc(&mut self, cpu: usize, order: u32, swap_full: bool) -> Option<u32> {
+    /// Allocates 2^order slots marked SWAP_HAS_CACHE at time `now_ns`; returns the first offset.
+    /// `swap_full` is vm_swap_full(), which lets v6.12+ reuse cache-only slots. An allocation that
+    /// had to wait for discards sets `waited_until_ns`.
+    pub fn alloc(&mut self, cpu: usize, order: u32, swap_full: bool, now_ns: u64) -> Option<u32> {
+        self.complete_discards(now_ns);
+        let got = self.alloc_inner(cpu, order, swap_full);
+        // v6.12 discards synchronously once its lists are exhausted, v6.18 only for order 0.
+        let retry = got.is_none()
+            && match self.gen {
+                Gen::V6_12 => true,
+                Gen::V6_18 => order == 0,
+                Gen::V6_9 | Gen::V6_10 => false,
+            };
+        if retry && self.discard_now() {
+            return self.alloc_inner(cpu, order, swap_full);
+        }
+        got
+    }
+
+    fn alloc_inner(&mut self, cpu: usize, order: u32, swap_full: bool) -> Option<u32> {
         let nr = 1u32 << order;
         if self.free_slots() < nr as u64 {
             return None;
@@ -573,14 +665,25 @@ impl SwapInfo {
     }
 }
 
-pub fn swapon_all(spec: &RunSpec) -> Vec<SwapInfo> {
+pub fn swapon_all(spec: &RunSpec, hw: &crate::machine::hw::HwCosts) -> Vec<SwapInfo> {
     let nr_cpus = spec.scenario.machine.nr_cpus() as usize;
     let gen = spec.profile.kernel;
     let mut v: Vec<SwapInfo> = spec
         .scenario
         .swap
         .iter()
-        .map(|s| SwapInfo::new(&s.name, s.kind, s.priority, s.size_bytes, nr_cpus, gen))
+        .map(|s| {
+            let discard = s.discard.then_some(hw.ssd_discard_ns);
+            SwapInfo::with_discard(
+                &s.name,
+                s.kind,
+                s.priority,
+                s.size_bytes,
+                nr_cpus,
+                gen,
+                discard,
+            )
+        })
         .collect();
     // Higher priority first; equal priorities keep file order.
     v.sort_by_key(|s| std::cmp::Reverse(s.prio));
@@ -606,15 +709,18 @@ impl Kernel {
                 continue;
             }
             let cpu = cpu % self.swap[dev].nr_cpus();
-            let mut got = self.swap[dev].alloc(cpu, order, swap_full);
+            let now = self.clock_ns;
+            let mut got = self.swap[dev].alloc(cpu, order, swap_full, now);
             self.charge_time(self.hw.swap_slot_alloc_ns);
             if got.is_none() && !self.swap[dev].pending_reclaim.is_empty() {
                 // The kernel reclaims cache-only slots in place while scanning; here the scan
                 // noted them, they are reclaimed now, and the allocation is tried once more.
                 self.reclaim_cache_only_slots(dev as u32);
-                got = self.swap[dev].alloc(cpu, order, swap_full);
+                got = self.swap[dev].alloc(cpu, order, swap_full, now);
             }
             self.reclaim_cache_only_slots(dev as u32);
+            let waited = std::mem::take(&mut self.swap[dev].waited_until_ns);
+            self.clock_ns = self.clock_ns.max(waited);
             if let Some(off) = got {
                 return Some((dev as u32, off));
             }
@@ -704,19 +810,19 @@ mod tests {
     #[test]
     fn v6_9_order0_fills_a_cluster_then_takes_the_next_free_one() {
         let mut si = dev(Gen::V6_9, 64 * MIB);
-        assert_eq!(si.alloc(0, 0, false), Some(512));
+        assert_eq!(si.alloc(0, 0, false, 0), Some(512));
         for i in 1..512 {
-            assert_eq!(si.alloc(0, 0, false), Some(512 + i));
+            assert_eq!(si.alloc(0, 0, false, 0), Some(512 + i));
         }
-        assert_eq!(si.alloc(0, 0, false), Some(1024));
+        assert_eq!(si.alloc(0, 0, false, 0), Some(1024));
         assert_eq!(si.clusters[1].count, 512);
     }
 
     #[test]
     fn v6_9_rejects_mthp_orders_and_hands_out_pmd_clusters_whole() {
         let mut si = dev(Gen::V6_9, 64 * MIB);
-        assert_eq!(si.alloc(0, 4, false), None);
-        assert_eq!(si.alloc(0, 9, false), Some(512));
+        assert_eq!(si.alloc(0, 4, false, 0), None);
+        assert_eq!(si.alloc(0, 9, false, 0), Some(512));
         assert_eq!(si.inuse_pages, 512);
     }
 
@@ -724,46 +830,46 @@ mod tests {
     fn v6_10_large_allocations_are_aligned_and_only_from_free_clusters() {
         let mut si = dev(Gen::V6_10, 4 * MIB);
         // Two clusters: 0 holds the header, 1 is free.
-        assert_eq!(si.alloc(0, 0, false), Some(512));
+        assert_eq!(si.alloc(0, 0, false, 0), Some(512));
         assert_eq!(
-            si.alloc(0, 4, false),
+            si.alloc(0, 4, false, 0),
             None,
             "the only free cluster went to order 0"
         );
-        si.free_slots_range(512, 1);
-        let a = si.alloc(0, 4, false).unwrap();
+        si.free_slots_range(512, 1, 0);
+        let a = si.alloc(0, 4, false, 0).unwrap();
         assert_eq!(a % 16, 0);
-        assert_eq!(si.alloc(0, 4, false), Some(a + 16));
+        assert_eq!(si.alloc(0, 4, false, 0), Some(a + 16));
     }
 
     #[test]
     fn v6_10_order0_steals_by_linear_scan_when_no_cluster_is_free() {
         let mut si = dev(Gen::V6_10, 4 * MIB);
-        let a = si.alloc(0, 4, false).unwrap();
+        let a = si.alloc(0, 4, false, 0).unwrap();
         assert_eq!(a, 512);
         // Cluster 0 has the header: its other slots are reachable only by the scan.
-        assert_eq!(si.alloc(0, 0, false), Some(1));
+        assert_eq!(si.alloc(0, 0, false, 0), Some(1));
     }
 
     #[test]
     fn v6_12_cluster_lists_follow_allocation_and_free() {
         let mut si = dev(Gen::V6_12, 8 * MIB);
         // free -> nonfull[4] on the first order-4 allocation
-        let a = si.alloc(0, 4, false).unwrap();
+        let a = si.alloc(0, 4, false, 0).unwrap();
         let idx = a / 512;
         assert_eq!(si.clusters[idx as usize].list, list_nonfull(4));
         assert_eq!(si.clusters[idx as usize].order, 4);
         // ... full at 512 slots
         for _ in 1..32 {
-            si.alloc(0, 4, false).unwrap();
+            si.alloc(0, 4, false, 0).unwrap();
         }
         assert_eq!(si.clusters[idx as usize].list, LIST_FULL);
         // full -> nonfull[4] on any free
-        si.free_slots_range(a + 16, 16);
+        si.free_slots_range(a + 16, 16, 0);
         assert_eq!(si.clusters[idx as usize].list, list_nonfull(4));
         // -> free when the count reaches 0
         for off in (a..a + 512).step_by(16).filter(|&o| o != a + 16) {
-            si.free_slots_range(off, 16);
+            si.free_slots_range(off, 16, 0);
         }
         assert_eq!(si.clusters[idx as usize].list, LIST_FREE);
         assert_eq!(si.clusters[idx as usize].order, 0);
@@ -773,43 +879,43 @@ mod tests {
     fn v6_12_slow_path_moves_nonfull_clusters_to_frag() {
         let mut si = dev(Gen::V6_12, 2 * MIB * 2);
         // Fill the single free cluster with order 4, then free one aligned block in the middle.
-        let a = si.alloc(0, 4, false).unwrap();
+        let a = si.alloc(0, 4, false, 0).unwrap();
         for _ in 1..32 {
-            si.alloc(0, 4, false).unwrap();
+            si.alloc(0, 4, false, 0).unwrap();
         }
-        si.free_slots_range(a + 32, 1);
+        si.free_slots_range(a + 32, 1, 0);
         assert_eq!(si.clusters[(a / 512) as usize].list, list_nonfull(4));
         // An order-4 request finds no aligned 16-slot hole: the scan leaves the cluster on frag[4].
-        assert_eq!(si.alloc(0, 4, false), None);
+        assert_eq!(si.alloc(0, 4, false, 0), None);
         assert_eq!(si.clusters[(a / 512) as usize].list, list_frag(4));
         // Order 0 first finds room in the header's cluster, on nonfull[0].
-        assert_eq!(si.alloc(0, 0, false), Some(1));
+        assert_eq!(si.alloc(0, 0, false, 0), Some(1));
     }
 
     #[test]
     fn v6_12_order0_steals_frag_before_nonfull_in_ascending_order() {
         let mut si = dev(Gen::V6_12, 8 * MIB);
         // Clusters 1, 2 and 3 serve orders 2, 3 and 2; no free cluster is left.
-        let c1 = si.alloc(0, 2, false).unwrap() / 512;
-        let c2 = si.alloc(0, 3, false).unwrap() / 512;
+        let c1 = si.alloc(0, 2, false, 0).unwrap() / 512;
+        let c2 = si.alloc(0, 3, false, 0).unwrap() / 512;
         si.percpu_next[0][2] = NONE;
-        let c3 = si.alloc(0, 2, false).unwrap() / 512;
+        let c3 = si.alloc(0, 2, false, 0).unwrap() / 512;
         assert_eq!((c1, c2, c3), (1, 2, 3));
         // Fill cluster 0 (the header's) so order 0 must steal.
         while si.clusters[0].count < 512 {
-            si.alloc(0, 0, false).unwrap();
+            si.alloc(0, 0, false, 0).unwrap();
         }
         si.percpu_next[0][0] = NONE;
         si.list_add_tail(3, list_frag(2));
         // frag[2] (cluster 3) comes before nonfull[2] (cluster 1) and nonfull[3] (cluster 2).
-        let s = si.alloc(0, 0, false).unwrap();
+        let s = si.alloc(0, 0, false, 0).unwrap();
         assert_eq!(s / 512, 3);
     }
 
     #[test]
     fn v6_12_notes_cache_only_slots_only_when_swap_is_full() {
         let mut si = dev(Gen::V6_12, 4 * MIB);
-        while si.alloc(0, 0, false).is_some() {}
+        while si.alloc(0, 0, false, 0).is_some() {}
         // Every slot is referenced by a swap PTE but 700, which only the swap cache holds.
         for s in 1..1024 {
             si.swap_map[s] = 1;
@@ -826,26 +932,54 @@ mod tests {
     #[test]
     fn v6_18_relocates_scanned_clusters_to_frag() {
         let mut si = dev(Gen::V6_18, 8 * MIB);
-        let a = si.alloc(0, 4, false).unwrap();
+        let a = si.alloc(0, 4, false, 0).unwrap();
         assert_eq!(si.clusters[(a / 512) as usize].list, list_frag(4));
         assert_eq!(si.clusters[(a / 512) as usize].order, 4);
-        si.free_slots_range(a, 16);
+        si.free_slots_range(a, 16, 0);
         assert_eq!(si.clusters[(a / 512) as usize].list, LIST_FREE);
+    }
+
+    #[test]
+    fn a_freed_cluster_is_not_reused_until_discarded() {
+        let mut si =
+            SwapInfo::with_discard("s", SwapKind::Ssd, -2, 6 * MIB, 1, Gen::V6_12, Some(1000));
+        let first: Vec<u32> = (0..32).map(|_| si.alloc(0, 4, false, 0).unwrap()).collect();
+        assert!(first.iter().all(|&o| o / 512 == 1));
+        for &o in &first {
+            si.free_slots_range(o, 16, 0);
+        }
+        assert_eq!(si.clusters[1].list, LIST_DISCARD);
+        assert_eq!(si.swap_map[600], SWAP_MAP_BAD);
+        // While the discard runs, allocations go elsewhere ...
+        for _ in 0..32 {
+            assert_eq!(si.alloc(0, 4, false, 10).unwrap() / 512, 2);
+        }
+        // ... and once nothing else is left, the allocator waits for the discard.
+        assert_eq!(si.alloc(0, 4, false, 20).unwrap() / 512, 1);
+        assert_eq!(si.waited_until_ns, 1000);
+        // A discard that finished by the time of the allocation needs no wait.
+        let mut si =
+            SwapInfo::with_discard("s", SwapKind::Ssd, -2, 4 * MIB, 1, Gen::V6_10, Some(1000));
+        let a = si.alloc(0, 9, false, 0);
+        assert_eq!(a, Some(512));
+        si.free_slots_range(512, 512, 0);
+        assert_eq!(si.alloc(0, 9, false, 5000), Some(512));
+        assert_eq!(si.waited_until_ns, 0);
     }
 
     #[test]
     fn swap_files_use_clusters_for_order0_but_never_allocate_large() {
         let mut si = SwapInfo::new("f", SwapKind::File, -2, 4 * MIB, 1, Gen::V6_12);
-        assert_eq!(si.alloc(0, 4, false), None);
-        assert_eq!(si.alloc(0, 9, false), None);
-        assert!(si.alloc(0, 0, false).is_some());
+        assert_eq!(si.alloc(0, 4, false, 0), None);
+        assert_eq!(si.alloc(0, 9, false, 0), None);
+        assert!(si.alloc(0, 0, false, 0).is_some());
     }
 
     #[test]
     fn rotational_devices_allocate_sequentially_and_never_large() {
         let mut si = SwapInfo::new("s", SwapKind::Hdd, -2, 4 * MIB, 1, Gen::V6_12);
-        assert_eq!(si.alloc(0, 0, false), Some(1));
-        assert_eq!(si.alloc(0, 0, false), Some(2));
-        assert_eq!(si.alloc(0, 9, false), None);
+        assert_eq!(si.alloc(0, 0, false, 0), Some(1));
+        assert_eq!(si.alloc(0, 0, false, 0), Some(2));
+        assert_eq!(si.alloc(0, 9, false, 0), None);
     }
 }
