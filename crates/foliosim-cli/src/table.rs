@@ -52,7 +52,7 @@ pub fn comparison(scenario: &Scenario, runs: &[RunResult]) -> Table {
                 format!("{} throughput_kbps", task.name),
             ),
             Program::Kbuild { .. } => ("sys_ns", true, format!("{} sys_ns", task.name)),
-            Program::Ops(_) | Program::ThpSwapAllocator { .. } => {
+            Program::Ops(_) | Program::ThpSwapAllocator { .. } | Program::ZeroSubpage { .. } => {
                 ("exit_ns", false, format!("{} exit (ms)", task.name))
             }
         };

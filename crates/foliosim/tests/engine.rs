@@ -495,3 +495,51 @@ ops = [{ op = "mmap", region = "a", size = "4M" }]
     let names: Vec<String> = devs.iter().map(|&d| name(d)).collect();
     assert_eq!(names, ["a", "b", "a", "b"]);
 }
+
+/// The bundled zero-subpage test at 64 MiB.
+fn zero_subpage(profile: &str, variant: &str) -> RunResult {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../scenarios/thp-zero-subpage.toml"
+    );
+    let scenario = foliosim::scenario::parse::load(std::path::Path::new(path)).unwrap();
+    let mut spec = resolve(&scenario, profile, Some(variant), &[], 1, true).unwrap();
+    if let foliosim::scenario::Program::ZeroSubpage { size_bytes, .. } =
+        &mut spec.scenario.tasks[0].program
+    {
+        *size_bytes = 64 << 20;
+    }
+    foliosim::run(&spec, &mut |_| {}).unwrap()
+}
+
+#[test]
+fn thp_zero_split_drops_zero_subpages_instead_of_writing_them() {
+    let time = |r: &RunResult| r.iterations[0]["time_ns"].as_f64().unwrap();
+    for dev in ["zram", "disk"] {
+        let before = zero_subpage("v6.9", &format!("{dev}-best"));
+        let after = zero_subpage("v6.9+thp_zero_split", &format!("{dev}-best"));
+        // CONFIG_THP_SWAP=n: every THP is split, and every subpage is written without the feature.
+        assert_eq!(before.vmstat["thp_split_page"], 32);
+        assert_eq!(before.vmstat["pswpout"], 32 * 512);
+        assert_eq!(
+            after.vmstat["pswpout"], 32,
+            "{dev}: only the dirty head of each THP"
+        );
+        assert_eq!(after.vmstat["thp_split_free"], 32 * 511);
+        assert_eq!(after.vmstat["thp_split_unmap"], 32 * 511);
+        assert!(time(&after) < 0.6 * time(&before), "{dev}");
+
+        let before = zero_subpage("v6.9", &format!("{dev}-worst"));
+        let after = zero_subpage("v6.9+thp_zero_split", &format!("{dev}-worst"));
+        assert_eq!(
+            after.vmstat["pswpout"], before.vmstat["pswpout"],
+            "{dev}: nothing is zero"
+        );
+        assert_eq!(after.vmstat["thp_split_free"], 0);
+        let ratio = time(&after) / time(&before);
+        assert!(
+            (1.0..1.15).contains(&ratio),
+            "{dev}: scanning costs a little, ratio {ratio}"
+        );
+    }
+}

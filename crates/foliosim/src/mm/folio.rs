@@ -38,7 +38,11 @@ pub mod content {
     pub const ZERO: u8 = 0;
     /// Every word the same non-zero value (a memset): zram stores it without compressing.
     pub const SAME_FILLED: u8 = 1;
-    /// Other data; the value is a compressibility class 2..=255 (2 = compresses best).
+    /// Zeros but one non-zero byte at the start: a scan for zeros stops at once.
+    pub const SPARSE_HEAD: u8 = 2;
+    /// Zeros but one non-zero byte at the end: a scan for zeros reads the whole page.
+    pub const SPARSE_TAIL: u8 = 3;
+    /// Other data; the value is a compressibility class 4..=255 (4 = compresses best).
     pub const DATA_DEFAULT: u8 = 128;
 }
 

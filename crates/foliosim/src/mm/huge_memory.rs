@@ -6,7 +6,8 @@
 //! new folios follow the head on its LRU list or on the caller's isolated list. Counters:
 //! thp_split_page counts every large folio before v6.12 and only PMD-sized ones from v6.12, when
 //! the per-size `split` counter took over. Left out: splitting to non-zero orders, file folios,
-//! the deferred-split shrinker and zero-subpage handling (added with the zero-subpage work).
+//! the deferred-split shrinker, and v6.12's remapping of zero-filled subpages to the zero page.
+//! With `+thp_zero_split` (the 2021 series) an isolated THP's zero-filled subpages are dropped.
 
 use super::folio::{pg, FolioId};
 use super::pagetable::{self as pt};
@@ -19,6 +20,47 @@ use crate::stats::{Mthp, Vm};
 const INHERITED: u16 = pg::SWAPBACKED | pg::DIRTY | pg::ACTIVE | pg::REFERENCED | pg::SWAPCACHE;
 
 impl Kernel {
+    /// +thp_zero_split (Yu Zhao, 2021): after splitting an isolated THP, zero-filled subpages are
+    /// not remapped (try_to_unmap_clean) and unmapped tails are freed at once. Returns the
+    /// indices of the freed tails.
+    fn drop_zero_subpages(
+        &mut self,
+        head: FolioId,
+        nr: u32,
+        mappings: &[(u32, usize)],
+    ) -> Vec<u32> {
+        let index = self.mem.index(head);
+        let mut freed = Vec::new();
+        for i in 0..nr {
+            let page = head + i;
+            if !self.page_is_zero(page) {
+                continue;
+            }
+            for &(mm, vi) in mappings {
+                let v = &mut self.mms[mm as usize].vmas[vi];
+                let Some(slot) = (index + i)
+                    .checked_sub(v.start)
+                    .map(|s| s as usize)
+                    .filter(|&s| s < v.ptes.len())
+                else {
+                    continue;
+                };
+                if pt::is_present(v.ptes[slot]) && pt::pfn(v.ptes[slot]) == page {
+                    v.ptes[slot] = pt::PTE_NONE;
+                    self.mms[mm as usize].rss_anon -= 1;
+                    self.mem.add_mapcount(page, -1);
+                    self.stat.count(Vm::ThpSplitUnmap, 1);
+                }
+            }
+            if i > 0 && self.mem.mapcount(page) == 0 {
+                self.free_folio(page);
+                self.stat.count(Vm::ThpSplitFree, 1);
+                freed.push(i);
+            }
+        }
+        freed
+    }
+
     /// Splits `folio` into order-0 folios. When the folio is isolated (not on an LRU list) the new
     /// folios are appended to `list`; otherwise they join the head's LRU list. Returns false when
     /// the folio cannot be split.
@@ -91,7 +133,12 @@ impl Kernel {
                 self.folio_add_lru(folio + i);
             }
         } else {
-            list.extend((1..nr).map(|i| folio + i));
+            let dropped = if self.spec.profile.thp_zero_split && swap.is_none() {
+                self.drop_zero_subpages(folio, nr, &mappings)
+            } else {
+                Vec::new()
+            };
+            list.extend((1..nr).filter(|i| !dropped.contains(i)).map(|i| folio + i));
         }
         self.charge_time(
             nr as u64 * self.hw.split_subpage_ns + pte_updates * self.hw.pte_update_ns,

@@ -197,20 +197,25 @@ impl Kernel {
         false
     }
 
-    /// is_folio_zero_filled: scans each page until its first non-zero byte; a zero page is read to
-    /// its end.
+    /// is_folio_zero_filled: every page of the folio is zero, scanned as `page_is_zero` does.
     fn folio_zero_scan(&mut self, folio: FolioId) -> bool {
         let nr = self.mem.nr_pages(folio);
-        let full_scan_ns =
-            super::PAGE_SIZE * 1_000_000_000 / self.hw.dram_bandwidth_bytes_per_s.max(1);
-        for i in 0..nr {
-            if self.mem.pages[(folio + i) as usize].content != super::folio::content::ZERO {
-                self.charge_time(self.hw.dram_read_latency_ns);
-                return false;
+        (0..nr).all(|i| self.page_is_zero(folio + i))
+    }
+
+    /// memchr_inv over one page: a zero page (or one whose only data is at its end) is read to the
+    /// end; a page with data near its start costs one access.
+    pub fn page_is_zero(&mut self, pfn: u32) -> bool {
+        use super::folio::content;
+        let c = self.mem.pages[pfn as usize].content;
+        let ns = match c {
+            content::ZERO | content::SPARSE_TAIL => {
+                super::PAGE_SIZE * 1_000_000_000 / self.hw.dram_bandwidth_bytes_per_s.max(1)
             }
-            self.charge_time(full_scan_ns);
-        }
-        true
+            _ => self.hw.dram_read_latency_ns,
+        };
+        self.charge_time(ns);
+        c == content::ZERO
     }
 
     /// Ends the writeback of every swap write that has completed by now (folio_end_writeback);

@@ -98,6 +98,9 @@ pub struct SwapInfo {
     pub discard_queue: VecDeque<(u64, u32)>,
     /// Set by an allocation that had to wait for discards: the time they finished.
     pub waited_until_ns: u64,
+    /// Slot after the last one transferred: a rotational device seeks only when a request
+    /// starts elsewhere.
+    pub head_pos: u32,
     /// Writes in flight on an asynchronous device, in completion order: (done_ns, folio).
     pub inflight: VecDeque<(u64, u32)>,
     /// zram mm_stat figures (zero for other kinds).
@@ -162,6 +165,7 @@ impl SwapInfo {
             discard_ns: discard_ns.unwrap_or(0),
             discard_queue: VecDeque::new(),
             waited_until_ns: 0,
+            head_pos: 0,
             inflight: VecDeque::new(),
             zram: Default::default(),
             zram_stored: if kind == SwapKind::Zram {
@@ -700,6 +704,9 @@ impl Kernel {
     /// get_swap_pages for one folio: the first device by priority that has room; a large request
     /// tries only one device.
     pub fn get_swap_pages(&mut self, order: u32) -> Option<(u32, u32)> {
+        if order > 0 && !self.spec.knobs.thp_swap {
+            return None;
+        }
         let cpu = self.current_cpu as usize;
         let swap_full = self.vm_swap_full();
         for dev in self.swap_avail.clone() {

@@ -46,6 +46,8 @@ pub struct Knobs {
     pub numa_balancing: u32,
     /// /sys/kernel/mm/numa/demotion_enabled (default false).
     pub demotion_enabled: bool,
+    /// CONFIG_THP_SWAP (default y): large folios can get swap space whole.
+    pub thp_swap: bool,
     /// `memory.max` overrides: (cgroup name, None = max). A bare `memory.max` names every cgroup.
     pub memory_max: Vec<(Option<String>, Option<u64>)>,
 }
@@ -65,6 +67,7 @@ impl Default for Knobs {
             page_cluster: 3,
             numa_balancing: 0,
             demotion_enabled: false,
+            thp_swap: true,
             memory_max: Vec::new(),
         }
     }
@@ -123,6 +126,10 @@ const SCALAR_KNOBS: &[KnobInfo] = &[
     KnobInfo {
         path: "/sys/kernel/mm/numa/demotion_enabled",
         values: "true|false|1|0",
+    },
+    KnobInfo {
+        path: "CONFIG_THP_SWAP",
+        values: "y|n (a build option: n splits large folios before swap-out)",
     },
 ];
 
@@ -322,6 +329,13 @@ impl Knobs {
                     _ => return Err(bad()),
                 };
             }
+            "CONFIG_THP_SWAP" => {
+                self.thp_swap = match value.trim() {
+                    "y" => true,
+                    "n" => false,
+                    _ => return Err(bad()),
+                };
+            }
             _ => return Err(unknown_knob_message(path)),
         }
         Ok(())
@@ -351,6 +365,7 @@ impl Knobs {
             "/proc/sys/vm/page-cluster" => self.page_cluster.to_string(),
             "/proc/sys/kernel/numa_balancing" => self.numa_balancing.to_string(),
             "/sys/kernel/mm/numa/demotion_enabled" => self.demotion_enabled.to_string(),
+            "CONFIG_THP_SWAP" => if self.thp_swap { "y" } else { "n" }.to_string(),
             _ => return None,
         };
         Some(value)

@@ -192,6 +192,12 @@ pub enum Program {
         small_folios: bool,
         iterations: u32,
     },
+    /// The thp-zero-subpage-split seed's test (see workload::zero_subpage).
+    ZeroSubpage {
+        size_bytes: u64,
+        offset: u64,
+        num_dirty: u64,
+    },
     /// A kernel-build-like mix of short-lived compile jobs (see workload::kbuild).
     Kbuild {
         jobs: u32,
@@ -219,6 +225,8 @@ pub struct Variant {
     pub knobs: Vec<(String, String)>,
     /// Generator parameters that override those of every generator task (e.g. `aligned = true`).
     pub args: toml::Table,
+    /// The swap devices this variant swaps on (by name); None = all of the scenario's.
+    pub swapon: Option<Vec<String>>,
 }
 
 #[derive(Clone, Debug)]

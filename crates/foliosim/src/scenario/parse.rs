@@ -30,7 +30,7 @@ pub const DEFAULT_ZIPF_THETA_MILLI: u32 = 990;
 const DATA_ZERO: u8 = crate::mm::folio::content::ZERO;
 const DATA_NONZERO: u8 = crate::mm::folio::content::DATA_DEFAULT;
 /// Built-in workload generators a task can name.
-pub const GENERATORS: &[&str] = &["usemem", "thp_swap_allocator", "kbuild"];
+pub const GENERATORS: &[&str] = &["usemem", "thp_swap_allocator", "kbuild", "zero_subpage"];
 /// Forks nested deeper than this are refused (keeps recursion bounded).
 const MAX_FORK_DEPTH: usize = 16;
 
@@ -751,7 +751,7 @@ fn parse_variants(top: &Node, limits: &Limits) -> Res<Vec<Variant>> {
     let mut seen = BTreeSet::new();
     let mut variants = Vec::new();
     for (path, t) in top.tables("variant")? {
-        let v = Node::new(top.cx, t, path, &["name", "knobs", "args"])?;
+        let v = Node::new(top.cx, t, path, &["name", "knobs", "args", "swapon"])?;
         let name = v.name("name")?;
         unique(top.cx, &mut seen, &name, &v.key("name"), "variant")?;
         let knobs = match v.table_opt("knobs")? {
@@ -759,7 +759,24 @@ fn parse_variants(top: &Node, limits: &Limits) -> Res<Vec<Variant>> {
             None => Vec::new(),
         };
         let args = v.table_opt("args")?.cloned().unwrap_or_default();
-        variants.push(Variant { name, knobs, args });
+        let swapon = match v.array_opt("swapon")? {
+            None => None,
+            Some(list) => Some(
+                list.iter()
+                    .map(|d| {
+                        d.as_str()
+                            .map(str::to_string)
+                            .ok_or_else(|| v.err("swapon", "expected a list of swap device names"))
+                    })
+                    .collect::<Res<Vec<String>>>()?,
+            ),
+        };
+        variants.push(Variant {
+            name,
+            knobs,
+            args,
+            swapon,
+        });
     }
     Ok(variants)
 }
@@ -775,6 +792,7 @@ fn generator_params(generator: &str) -> Option<&'static [&'static str]> {
         "usemem" => Some(&["processes", "size"]),
         "thp_swap_allocator" => Some(&["aligned", "small_folios", "iterations"]),
         "kbuild" => Some(&["jobs", "units", "size_min", "size_max", "passes", "work"]),
+        "zero_subpage" => Some(&["size", "offset", "num_dirty"]),
         _ => None,
     }
 }
@@ -883,6 +901,11 @@ fn parse_generator(task: &Node, generator: &str) -> Res<Program> {
                 size_bytes,
             })
         }
+        "zero_subpage" => Ok(Program::ZeroSubpage {
+            size_bytes: task.positive_size("size")?,
+            offset: task.int_opt("offset", 0, 4095)?.unwrap_or(0) as u64,
+            num_dirty: task.int_opt("num_dirty", 1, 512)?.unwrap_or(1) as u64,
+        }),
         "kbuild" => {
             let size_min_bytes = task.positive_size("size_min")?;
             let size_max_bytes = task.positive_size("size_max")?;
@@ -1306,6 +1329,19 @@ pub fn resolve(
     }
     let mut scenario = scenario.clone();
     if let Some(v) = variant {
+        if let Some(names) = &v.swapon {
+            if let Some(bad) = names
+                .iter()
+                .find(|n| !scenario.swap.iter().any(|s| &s.name == *n))
+            {
+                return Err(arg_err(
+                    &scenario.file,
+                    &format!("variant.{}.swapon", v.name),
+                    format!("expected a [[swap]] name, found {bad:?}"),
+                ));
+            }
+            scenario.swap.retain(|s| names.contains(&s.name));
+        }
         for task in scenario.tasks.iter_mut() {
             apply_generator_args(&mut task.program, &v.args).map_err(|(k, m)| {
                 arg_err(&scenario.file, &format!("variant.{}.args.{k}", v.name), m)
@@ -1352,6 +1388,10 @@ fn apply_generator_args(program: &mut Program, args: &toml::Table) -> Result<(),
                 *iterations = integer(k, v)? as u32
             }
             (Program::Usemem { processes, .. }, "processes") => *processes = integer(k, v)? as u32,
+            (Program::ZeroSubpage { offset, .. }, "offset") => *offset = integer(k, v)?.min(4095),
+            (Program::ZeroSubpage { num_dirty, .. }, "num_dirty") => {
+                *num_dirty = integer(k, v)?.min(512)
+            }
             (Program::Usemem { size_bytes, .. }, "size") => {
                 *size_bytes = v
                     .as_str()

@@ -43,6 +43,8 @@ counters!(
     ThpSwpout = "thp_swpout",
     ThpSwpoutFallback = "thp_swpout_fallback",
     ThpDeferredSplitPage = "thp_deferred_split_page",
+    ThpSplitUnmap = "thp_split_unmap",
+    ThpSplitFree = "thp_split_free",
     OomKill = "oom_kill",
     NrTlbLocalFlushAll = "nr_tlb_local_flush_all",
     NrTlbLocalFlushOne = "nr_tlb_local_flush_one",

@@ -67,6 +67,14 @@ impl Kernel {
                         Report::None,
                     );
                 }
+                Program::ZeroSubpage {
+                    size_bytes,
+                    offset,
+                    num_dirty,
+                } => {
+                    let ops = super::zero_subpage::program(*size_bytes, *offset, *num_dirty);
+                    self.spawn_user(ts.name.clone(), memcg, ts.node, Rc::new(ops), Report::None);
+                }
                 Program::Kbuild {
                     jobs,
                     units,

@@ -5,6 +5,7 @@ pub mod kbuild;
 pub mod task;
 pub mod thp_swap_allocator;
 pub mod usemem;
+pub mod zero_subpage;
 
 use crate::scenario::IterationReport;
 use crate::stats::{Mthp, VmStat};
