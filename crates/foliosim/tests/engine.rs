@@ -543,3 +543,47 @@ fn thp_zero_split_drops_zero_subpages_instead_of_writing_them() {
         );
     }
 }
+
+#[test]
+fn v6_12_maps_zero_subpages_of_a_partly_unmapped_thp_to_the_zero_page() {
+    let toml = r#"
+name = "t"
+[[machine.node]]
+memory = "1G"
+cpus = 1
+[[swap]]
+name = "zram0"
+kind = "zram"
+size = "64M"
+[knobs]
+"/sys/kernel/mm/transparent_hugepage/enabled" = "always"
+[[task]]
+name = "t"
+ops = [
+  { op = "mmap", region = "a", size = "2M" },
+  { op = "madvise", region = "a", advice = "hugepage" },
+  { op = "touch", region = "a", access = "write", pattern = "sequential", len = "64K", data = "nonzero" },
+  { op = "madvise", region = "a", advice = "dontneed", offset = "1984K", len = "64K" },
+  { op = "madvise", region = "a", advice = "pageout" },
+  { op = "touch", region = "a", access = "read", pattern = "sequential", len = "1984K" },
+]
+"#;
+    let r = run(toml, "v6.12", &[]);
+    assert_eq!(r.vmstat["thp_fault_alloc"], 1);
+    assert_eq!(
+        r.vmstat["thp_split_pmd"], 1,
+        "the partial DONTNEED split the PMD mapping"
+    );
+    assert_eq!(mthp(&r, "2048kB", "split_deferred"), 1);
+    assert_eq!(r.vmstat["thp_split_page"], 1);
+    // Only the 16 pages with data went to swap; the 480 zero pages now map the zero page, so
+    // reading them back faults only for the 16.
+    assert_eq!(r.vmstat["pswpout"], 16);
+    assert_eq!(r.vmstat["pgmajfault"], 16);
+
+    let old = run(toml, "v6.10", &[]);
+    assert_eq!(
+        old.vmstat["pswpout"], 496,
+        "before v6.12 every mapped subpage is written"
+    );
+}

@@ -6,8 +6,9 @@
 //! new folios follow the head on its LRU list or on the caller's isolated list. Counters:
 //! thp_split_page counts every large folio before v6.12 and only PMD-sized ones from v6.12, when
 //! the per-size `split` counter took over. Left out: splitting to non-zero orders, file folios,
-//! the deferred-split shrinker, and v6.12's remapping of zero-filled subpages to the zero page.
-//! With `+thp_zero_split` (the 2021 series) an isolated THP's zero-filled subpages are dropped.
+//! and the deferred-split shrinker. Zero-filled subpages: from v6.12 they map the shared zero
+//! page after any split of an anonymous folio; with `+thp_zero_split` (the 2021 series) an
+//! isolated THP's are unmapped and freed. Folios in the swap cache keep all their subpages here.
 
 use super::folio::{pg, FolioId};
 use super::pagetable::{self as pt};
@@ -20,14 +21,18 @@ use crate::stats::{Mthp, Vm};
 const INHERITED: u16 = pg::SWAPBACKED | pg::DIRTY | pg::ACTIVE | pg::REFERENCED | pg::SWAPCACHE;
 
 impl Kernel {
-    /// +thp_zero_split (Yu Zhao, 2021): after splitting an isolated THP, zero-filled subpages are
-    /// not remapped (try_to_unmap_clean) and unmapped tails are freed at once. Returns the
-    /// indices of the freed tails.
+    /// Zero-filled subpages after a split: v6.12 maps them to the shared zero page
+    /// (remap_page with RMP_USE_SHARED_ZEROPAGE); +thp_zero_split (Yu Zhao, 2021) leaves them
+    /// unmapped (try_to_unmap_clean). Either way a subpage nothing maps any more is freed; the head
+    /// too when the split folio was not isolated (its caller's reference was the last). Returns
+    /// the indices of the freed pages.
     fn drop_zero_subpages(
         &mut self,
         head: FolioId,
         nr: u32,
         mappings: &[(u32, usize)],
+        zero_page: bool,
+        isolated: bool,
     ) -> Vec<u32> {
         let index = self.mem.index(head);
         let mut freed = Vec::new();
@@ -46,15 +51,23 @@ impl Kernel {
                     continue;
                 };
                 if pt::is_present(v.ptes[slot]) && pt::pfn(v.ptes[slot]) == page {
-                    v.ptes[slot] = pt::PTE_NONE;
+                    v.ptes[slot] = if zero_page {
+                        pt::ZERO_PAGE
+                    } else {
+                        pt::PTE_NONE
+                    };
                     self.mms[mm as usize].rss_anon -= 1;
                     self.mem.add_mapcount(page, -1);
-                    self.stat.count(Vm::ThpSplitUnmap, 1);
+                    if !zero_page {
+                        self.stat.count(Vm::ThpSplitUnmap, 1);
+                    }
                 }
             }
-            if i > 0 && self.mem.mapcount(page) == 0 {
+            if (i > 0 || !isolated) && self.mem.mapcount(page) == 0 {
                 self.free_folio(page);
-                self.stat.count(Vm::ThpSplitFree, 1);
+                if !zero_page {
+                    self.stat.count(Vm::ThpSplitFree, 1);
+                }
                 freed.push(i);
             }
         }
@@ -127,17 +140,19 @@ impl Kernel {
                 self.set_folio_swap_entry(page, dev, off + i);
             }
         }
-        if on_lru {
-            // The head goes back first so the tails follow it, as lru_add_split_folio does.
-            for i in 0..nr {
-                self.folio_add_lru(folio + i);
-            }
-        } else {
-            let dropped = if self.spec.profile.thp_zero_split && swap.is_none() {
-                self.drop_zero_subpages(folio, nr, &mappings)
+        let zero_page = self.profile_kernel() >= Gen::V6_12;
+        let dropped =
+            if swap.is_none() && (zero_page || (!on_lru && self.spec.profile.thp_zero_split)) {
+                self.drop_zero_subpages(folio, nr, &mappings, zero_page, !on_lru)
             } else {
                 Vec::new()
             };
+        if on_lru {
+            // The head goes back first so the tails follow it, as lru_add_split_folio does.
+            for i in (0..nr).filter(|i| !dropped.contains(i)) {
+                self.folio_add_lru(folio + i);
+            }
+        } else {
             list.extend((1..nr).filter(|i| !dropped.contains(i)).map(|i| folio + i));
         }
         self.charge_time(

@@ -130,6 +130,9 @@ impl Kernel {
             if pt::is_present(pte) {
                 let folio = self.mem.head_of(pt::pfn(pte));
                 let nr = self.folio_pte_batch(mm, vi, i, to, folio);
+                if pte & pt::PMD != 0 && nr < self.mem.nr_pages(folio) {
+                    self.split_huge_pmd(mm, vi, folio);
+                }
                 let ptes = &mut self.mms[mm as usize].vmas[vi].ptes;
                 for p in &mut ptes[i as usize..(i + nr) as usize] {
                     *p = pt::PTE_NONE;
@@ -138,6 +141,9 @@ impl Kernel {
                 self.folio_remove_rmap_ptes(folio, nr);
                 nr_zapped += nr as u64;
                 i += nr;
+            } else if pt::is_zero_page(pte) {
+                self.mms[mm as usize].vmas[vi].ptes[i as usize] = pt::PTE_NONE;
+                i += 1;
             } else {
                 if pt::is_swap(pte) {
                     self.mms[mm as usize].vmas[vi].ptes[i as usize] = pt::PTE_NONE;
@@ -155,6 +161,17 @@ impl Kernel {
                 self.zram_sync_memory(dev);
             }
         }
+    }
+
+    /// __split_huge_pmd: a PMD mapping that is partly zapped becomes PTE mappings.
+    pub fn split_huge_pmd(&mut self, mm: u32, vi: usize, folio: FolioId) {
+        let v = &mut self.mms[mm as usize].vmas[vi];
+        let first = (self.mem.index(folio) - v.start) as usize;
+        let end = (first + self.mem.nr_pages(folio) as usize).min(v.ptes.len());
+        for p in &mut v.ptes[first..end] {
+            *p &= !pt::PMD;
+        }
+        self.stat.count(crate::stats::Vm::ThpSplitPmd, 1);
     }
 
     /// How many consecutive PTEs from `i` (below `to`) map consecutive pages of `folio`.
