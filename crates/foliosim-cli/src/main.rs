@@ -251,15 +251,22 @@ fn published_table(scenario: &Scenario, runs: &[foliosim::RunResult]) -> Result<
         .max()
         .unwrap_or(0)
         .max(6);
+    let run_of = |f: &compare::Figure| match &f.variant {
+        Some(v) => format!("{}/{}", f.profile, v),
+        None => f.profile.clone(),
+    };
+    let run_width = figures
+        .iter()
+        .map(|f| run_of(f).len())
+        .max()
+        .unwrap_or(0)
+        .max(3);
     text.push_str(&format!(
-        "  {:<label_width$}  {:<16}  {:>12}  {:>12}\n",
+        "  {:<label_width$}  {:<run_width$}  {:>12}  {:>12}\n",
         "figure", "run", "simulated", "published"
     ));
     for f in &figures {
-        let run = match &f.variant {
-            Some(v) => format!("{}/{}", f.profile, v),
-            None => f.profile.clone(),
-        };
+        let run = run_of(f);
         let simulated = f.simulated.map_or("-".to_string(), |v| format!("{v:.2}"));
         let published = match &f.published {
             serde_json::Value::Number(n) => format!("{:.2}", n.as_f64().unwrap_or(0.0)),
@@ -267,7 +274,7 @@ fn published_table(scenario: &Scenario, runs: &[foliosim::RunResult]) -> Result<
             v => v.as_str().map_or(v.to_string(), str::to_string),
         };
         text.push_str(&format!(
-            "  {:<label_width$}  {run:<16}  {simulated:>12}  {published:>12}\n",
+            "  {:<label_width$}  {run:<run_width$}  {simulated:>12}  {published:>12}\n",
             f.label
         ));
     }

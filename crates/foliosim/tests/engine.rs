@@ -587,3 +587,71 @@ ops = [
         "before v6.12 every mapped subpage is written"
     );
 }
+
+#[test]
+fn the_underused_thp_shrinker_splits_only_below_the_default_max_ptes_none() {
+    let toml = r#"
+name = "t"
+[[machine.node]]
+memory = "1G"
+cpus = 1
+[[swap]]
+name = "zram0"
+kind = "zram"
+size = "256M"
+[[cgroup]]
+name = "cg"
+"memory.max" = "40M"
+[knobs]
+"/sys/kernel/mm/transparent_hugepage/enabled" = "madvise"
+[[task]]
+name = "t"
+cgroup = "cg"
+ops = [
+  { op = "mmap", region = "thp", size = "32M" },
+  { op = "madvise", region = "thp", advice = "hugepage" },
+  { op = "touch", region = "thp", access = "write", pattern = "random", count = 16, data = "nonzero" },
+  { op = "mmap", region = "small", size = "24M" },
+  { op = "touch", region = "small", access = "write", pattern = "sequential", data = "nonzero" },
+]
+"#;
+    let split = run(
+        toml,
+        "v6.12",
+        &[(
+            "/sys/kernel/mm/transparent_hugepage/khugepaged/max_ptes_none",
+            "409",
+        )],
+    );
+    assert!(split.vmstat["thp_fault_alloc"] >= 10);
+    assert!(split.vmstat["thp_underused_split_page"] > 0);
+    assert_eq!(
+        split.vmstat["thp_underused_split_page"],
+        split.vmstat["thp_split_page"]
+    );
+
+    let kept = run(toml, "v6.12", &[]);
+    assert_eq!(
+        kept.vmstat["thp_underused_split_page"], 0,
+        "off at max_ptes_none = 511"
+    );
+    assert!(
+        kept.vmstat["pswpout"] > split.vmstat["pswpout"],
+        "splitting freed the zero pages instead"
+    );
+    let off = run(
+        toml,
+        "v6.12",
+        &[
+            (
+                "/sys/kernel/mm/transparent_hugepage/khugepaged/max_ptes_none",
+                "409",
+            ),
+            ("/sys/kernel/mm/transparent_hugepage/shrink_underused", "0"),
+        ],
+    );
+    assert_eq!(
+        off.vmstat["thp_underused_split_page"], 0,
+        "not queued when shrink_underused is 0"
+    );
+}

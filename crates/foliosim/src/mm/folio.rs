@@ -27,8 +27,11 @@ pub mod pg {
     pub const TAIL: u16 = 1 << 9;
     /// First page of a free buddy block (`PageBuddy`).
     pub const BUDDY: u16 = 1 << 10;
-    /// On the deferred-split queue, and `PG_partially_mapped` (v6.12+).
+    /// On a large folio's head: `PG_partially_mapped`, some but not all of its pages are mapped.
     pub const DEFERRED: u16 = 1 << 11;
+    /// On a large folio's page 1 (where the kernel keeps folio-wide state too): the folio is on
+    /// the deferred-split queue.
+    pub const QUEUED: u16 = 1 << 11;
     pub const ORDER_SHIFT: u16 = 12;
     pub const FLAG_MASK: u16 = (1 << ORDER_SHIFT) - 1;
 }

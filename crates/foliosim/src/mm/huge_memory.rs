@@ -21,6 +21,113 @@ use crate::stats::{Mthp, Vm};
 const INHERITED: u16 = pg::SWAPBACKED | pg::DIRTY | pg::ACTIVE | pg::REFERENCED | pg::SWAPCACHE;
 
 impl Kernel {
+    /// deferred_split_folio: queue a large folio for the deferred-split shrinker; with
+    /// `partially_mapped`, flag it and count the event (only the first time from v6.12).
+    pub fn deferred_split_folio(&mut self, folio: FolioId, partially_mapped: bool) {
+        let order = self.mem.order(folio);
+        if order < 2 || self.mem.test(folio, pg::SWAPCACHE) {
+            return;
+        }
+        if partially_mapped {
+            let newly = !self.mem.test(folio, pg::DEFERRED);
+            if newly || self.profile_kernel() < Gen::V6_12 {
+                if order as usize == PMD_ORDER {
+                    self.stat.count(Vm::ThpDeferredSplitPage, 1);
+                }
+                self.stat.count_mthp(order, Mthp::SplitDeferred);
+            }
+            if newly {
+                self.mem.set(folio, pg::DEFERRED);
+                self.stat.mthp_gauge(order, Mthp::NrAnonPartiallyMapped, 1);
+            }
+        }
+        if !self.mem.pages[folio as usize + 1].test(pg::QUEUED) {
+            self.mem.pages[folio as usize + 1].set(pg::QUEUED);
+            self.deferred_split_queue.push_back(folio);
+        }
+    }
+
+    /// A partially mapped folio stops being one (split or freed).
+    pub fn folio_unqueue_deferred_split(&mut self, folio: FolioId) {
+        if self.mem.test(folio, pg::DEFERRED) {
+            self.mem.clear(folio, pg::DEFERRED);
+            let order = self.mem.order(folio);
+            self.stat.mthp_gauge(order, Mthp::NrAnonPartiallyMapped, -1);
+        }
+    }
+
+    /// thp_underused: more than max_ptes_none of the THP's pages are zero. Off at the default 511.
+    fn thp_underused(&mut self, folio: FolioId) -> bool {
+        let max_ptes_none = self.spec.knobs.max_ptes_none;
+        if max_ptes_none >= 511 || self.mem.order(folio) as usize != PMD_ORDER {
+            return false;
+        }
+        let (mut zeros, mut filled) = (0, 0);
+        for i in 0..512 {
+            if self.page_is_zero(folio + i) {
+                zeros += 1;
+                if zeros > max_ptes_none {
+                    return true;
+                }
+            } else {
+                filled += 1;
+                if filled >= 512 - max_ptes_none {
+                    return false;
+                }
+            }
+        }
+        false
+    }
+
+    /// deferred_split_scan: split partially mapped folios and (v6.12) underused THPs from the head
+    /// of the queue; fully used ones leave the queue for good. Returns the folios split.
+    pub fn deferred_split_scan(&mut self, nr_to_scan: usize) -> u64 {
+        let mut split = 0;
+        let mut survivors = Vec::new();
+        for _ in 0..nr_to_scan.min(self.deferred_split_queue.len()) {
+            let folio = self
+                .deferred_split_queue
+                .pop_front()
+                .expect("queue is not empty");
+            let valid = self.mem.test(folio, pg::HEAD)
+                && self.mem.order(folio) > 1
+                && self.mem.pages[folio as usize + 1].test(pg::QUEUED);
+            if !valid {
+                continue;
+            }
+            self.mem.pages[folio as usize + 1].clear(pg::QUEUED);
+            let partially_mapped = self.mem.test(folio, pg::DEFERRED);
+            let underused = !partially_mapped && self.thp_underused(folio);
+            if !partially_mapped && !underused {
+                continue;
+            }
+            // Folios under reclaim are locked: try again later.
+            if !self.mem.test(folio, pg::LRU) || self.mem.test(folio, pg::SWAPCACHE) {
+                survivors.push(folio);
+                continue;
+            }
+            let mut unused = Vec::new();
+            self.split_folio_to_list(folio, &mut unused);
+            split += 1;
+            if underused {
+                self.stat.count(Vm::ThpUnderusedSplitPage, 1);
+            }
+        }
+        for folio in survivors {
+            self.mem.pages[folio as usize + 1].set(pg::QUEUED);
+            self.deferred_split_queue.push_back(folio);
+        }
+        split
+    }
+
+    /// The shrinker's share at a reclaim priority (do_shrink_slab with DEFAULT_SEEKS).
+    pub fn shrink_deferred_split(&mut self, priority: u32) {
+        let nr = 2 * (self.deferred_split_queue.len() >> priority);
+        if nr > 0 {
+            self.deferred_split_scan(nr);
+        }
+    }
+
     /// Zero-filled subpages after a split: v6.12 maps them to the shared zero page
     /// (remap_page with RMP_USE_SHARED_ZEROPAGE); +thp_zero_split (Yu Zhao, 2021) leaves them
     /// unmapped (try_to_unmap_clean). Either way a subpage nothing maps any more is freed; the head
@@ -117,6 +224,7 @@ impl Kernel {
         }
         self.try_to_unmap_flush();
 
+        self.folio_unqueue_deferred_split(folio);
         let head = self.mem.pages[folio as usize];
         let inherited = head.flags & INHERITED;
         let (memcg, anon_vma) = (self.mem.memcg(folio), self.mem.anon_vma(folio));

@@ -202,6 +202,10 @@ impl Kernel {
                 self.stat.count(Vm::ThpFaultAlloc, 1);
             }
             self.map_new_anon_folio(mm, vi, base, pfn, is_pmd);
+            if is_pmd && self.profile_kernel() >= Gen::V6_12 && self.spec.knobs.shrink_underused {
+                // Queued at fault so that the underused-THP shrinker can look at it.
+                self.deferred_split_folio(pfn, false);
+            }
             return Ok(());
         }
         let node = self.task_node();

@@ -76,6 +76,8 @@ pub struct Kernel {
     pub tlb_batch: rmap::TlbBatch,
     /// Reused list of isolated folios, so reclaim does not allocate.
     pub reclaim_scratch: Vec<folio::FolioId>,
+    /// Large folios waiting for the deferred-split shrinker (with stale entries skipped on scan).
+    pub deferred_split_queue: std::collections::VecDeque<folio::FolioId>,
     /// The per-CPU swap slot cache (v6.9–v6.12).
     pub slot_cache: swap_slots::SlotCache,
     /// Per device, per slot: the zeromap bit (v6.12+): the slot's page was zero-filled, not written.
@@ -181,6 +183,7 @@ impl Kernel {
             iterations: Vec::new(),
             zram_pages: Vec::new(),
             zeromap: Vec::new(),
+            deferred_split_queue: std::collections::VecDeque::new(),
             slot_cache: swap_slots::SlotCache::new(spec.scenario.machine.nr_cpus() as usize),
         };
         k.zram_pages = vec![Vec::new(); k.swap.len()];
@@ -313,6 +316,9 @@ impl Kernel {
             self.lruvec_del_folio(folio);
         }
         let order = self.mem.order(folio);
+        if order > 1 {
+            self.folio_unqueue_deferred_split(folio);
+        }
         self.mem_cgroup_uncharge(folio);
         self.mem.clear_folio(folio);
         self.free_pages(folio, order);

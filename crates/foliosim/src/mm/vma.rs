@@ -9,7 +9,6 @@
 use super::folio::{pg, FolioId};
 use super::pagetable::{self as pt, Pte};
 use super::Kernel;
-use crate::stats::Mthp;
 
 pub const VM_HUGEPAGE: u8 = 1 << 0;
 pub const VM_NOHUGEPAGE: u8 = 1 << 1;
@@ -203,17 +202,8 @@ impl Kernel {
                 self.free_folio(folio);
             }
         } else if self.mem.order(folio) > 1 && !self.mem.test(folio, pg::DEFERRED) {
-            self.deferred_split_folio(folio);
+            self.deferred_split_folio(folio, true);
         }
-    }
-
-    pub fn deferred_split_folio(&mut self, folio: FolioId) {
-        self.mem.set(folio, pg::DEFERRED);
-        let order = self.mem.order(folio);
-        if order as usize == crate::scenario::knobs::PMD_ORDER {
-            self.stat.count(crate::stats::Vm::ThpDeferredSplitPage, 1);
-        }
-        self.stat.count_mthp(order, Mthp::SplitDeferred);
     }
 
     /// MM_SWAPENTS changes; the memcg's count of swapped-out pages follows, and with it the peak

@@ -430,6 +430,10 @@ impl Kernel {
 
     /// Reclaim over every memcg's lruvec on one node (shrink_node / shrink_node_memcgs).
     fn shrink_node(&mut self, node: u32, sc: &mut ScanControl) {
+        if node == 0 {
+            // shrink_slab; the deferred-split queue is one list for the whole machine here.
+            self.shrink_deferred_split(sc.priority);
+        }
         for memcg in 0..self.memcgs.len() {
             let lv = self.lruvec_index(memcg as u16, node);
             self.shrink_lruvec(lv, sc);
@@ -461,6 +465,7 @@ impl Kernel {
         let start_ns = self.clock_ns;
         let mut sc = ScanControl::new(nr_pages.max(SWAP_CLUSTER_MAX), false);
         loop {
+            self.shrink_deferred_split(sc.priority);
             for node in 0..self.nodes.len() as u32 {
                 let lv = self.lruvec_index(memcg, node);
                 self.shrink_lruvec(lv, &mut sc);

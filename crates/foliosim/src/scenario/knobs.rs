@@ -48,6 +48,8 @@ pub struct Knobs {
     pub demotion_enabled: bool,
     /// CONFIG_THP_SWAP (default y): large folios can get swap space whole.
     pub thp_swap: bool,
+    /// /sys/kernel/mm/transparent_hugepage/shrink_underused (default 1, v6.12+).
+    pub shrink_underused: bool,
     /// `memory.max` overrides: (cgroup name, None = max). A bare `memory.max` names every cgroup.
     pub memory_max: Vec<(Option<String>, Option<u64>)>,
 }
@@ -68,6 +70,7 @@ impl Default for Knobs {
             numa_balancing: 0,
             demotion_enabled: false,
             thp_swap: true,
+            shrink_underused: true,
             memory_max: Vec::new(),
         }
     }
@@ -126,6 +129,10 @@ const SCALAR_KNOBS: &[KnobInfo] = &[
     KnobInfo {
         path: "/sys/kernel/mm/numa/demotion_enabled",
         values: "true|false|1|0",
+    },
+    KnobInfo {
+        path: "/sys/kernel/mm/transparent_hugepage/shrink_underused",
+        values: "0|1",
     },
     KnobInfo {
         path: "CONFIG_THP_SWAP",
@@ -329,6 +336,13 @@ impl Knobs {
                     _ => return Err(bad()),
                 };
             }
+            "/sys/kernel/mm/transparent_hugepage/shrink_underused" => {
+                self.shrink_underused = match value.trim() {
+                    "1" => true,
+                    "0" => false,
+                    _ => return Err(bad()),
+                };
+            }
             "CONFIG_THP_SWAP" => {
                 self.thp_swap = match value.trim() {
                     "y" => true,
@@ -365,6 +379,9 @@ impl Knobs {
             "/proc/sys/vm/page-cluster" => self.page_cluster.to_string(),
             "/proc/sys/kernel/numa_balancing" => self.numa_balancing.to_string(),
             "/sys/kernel/mm/numa/demotion_enabled" => self.demotion_enabled.to_string(),
+            "/sys/kernel/mm/transparent_hugepage/shrink_underused" => {
+                (self.shrink_underused as u8).to_string()
+            }
             "CONFIG_THP_SWAP" => if self.thp_swap { "y" } else { "n" }.to_string(),
             _ => return None,
         };

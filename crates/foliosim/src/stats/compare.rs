@@ -68,8 +68,16 @@ impl Metric {
         let task_sum = |r: &RunResult, field: &str| -> f64 {
             r.tasks.iter().filter_map(|t| t.get(field)?.as_f64()).sum()
         };
-        let iteration =
-            |i: usize, field: &str| run.iterations.get(i.checked_sub(1)?)?.get(field)?.as_f64();
+        // A field named `..._s` is its `..._ns` counterpart in seconds.
+        let iteration = |i: usize, field: &str| {
+            let it = run.iterations.get(i.checked_sub(1)?)?;
+            match field.strip_suffix("_s") {
+                Some(stem) if !it.contains_key(field) => {
+                    Some(it.get(&format!("{stem}_ns"))?.as_f64()? / 1e9)
+                }
+                _ => it.get(field)?.as_f64(),
+            }
+        };
         match self {
             Metric::Relative {
                 field,

@@ -43,6 +43,7 @@ counters!(
     ThpSwpout = "thp_swpout",
     ThpSwpoutFallback = "thp_swpout_fallback",
     ThpDeferredSplitPage = "thp_deferred_split_page",
+    ThpUnderusedSplitPage = "thp_underused_split_page",
     ThpSplitUnmap = "thp_split_unmap",
     ThpSplitFree = "thp_split_free",
     OomKill = "oom_kill",
@@ -66,6 +67,7 @@ counters!(
     SplitCount = "split",
     SplitFailed = "split_failed",
     SplitDeferred = "split_deferred",
+    NrAnonPartiallyMapped = "nr_anon_partially_mapped",
 );
 
 counters!(
@@ -108,6 +110,13 @@ impl VmStat {
     pub fn count_mthp(&mut self, order: u32, item: Mthp) {
         self.mthp[order as usize][item as usize] += 1;
     }
+    /// A per-size gauge (a count that also goes down).
+    #[inline]
+    pub fn mthp_gauge(&mut self, order: u32, item: Mthp, delta: i64) {
+        let v = &mut self.mthp[order as usize][item as usize];
+        *v = (*v as i64 + delta) as u64;
+    }
+
     pub fn get(&self, item: Vm) -> u64 {
         self.vm[item as usize]
     }
