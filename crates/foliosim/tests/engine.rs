@@ -351,20 +351,27 @@ fn v6_12_zeromap_skips_io_for_zero_filled_folios() {
     assert_eq!(newest.vmstat["swpin_zero"], 4096);
 }
 
+/// A bundled scenario, made smaller by `shrink` before it runs.
+fn bundled(
+    name: &str,
+    profile: &str,
+    variant: &str,
+    shrink: impl FnOnce(&mut foliosim::scenario::Program),
+) -> RunResult {
+    let path = format!("{}/../../scenarios/{name}.toml", env!("CARGO_MANIFEST_DIR"));
+    let scenario = foliosim::scenario::parse::load(std::path::Path::new(&path)).unwrap();
+    let mut spec = resolve(&scenario, profile, Some(variant), &[], 1, true).unwrap();
+    shrink(&mut spec.scenario.tasks[0].program);
+    foliosim::run(&spec, &mut |_| {}).unwrap()
+}
+
 /// The bundled thp_swap_allocator_test scenario, shortened to a few iterations.
 fn thp_swap_allocator(profile: &str, variant: &str) -> RunResult {
-    let path = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../../scenarios/thp-swap-allocator.toml"
-    );
-    let scenario = foliosim::scenario::parse::load(std::path::Path::new(path)).unwrap();
-    let mut spec = resolve(&scenario, profile, Some(variant), &[], 1, true).unwrap();
-    if let foliosim::scenario::Program::ThpSwapAllocator { iterations, .. } =
-        &mut spec.scenario.tasks[0].program
-    {
-        *iterations = 8;
-    }
-    foliosim::run(&spec, &mut |_| {}).unwrap()
+    bundled("thp-swap-allocator", profile, variant, |p| {
+        if let foliosim::scenario::Program::ThpSwapAllocator { iterations, .. } = p {
+            *iterations = 8;
+        }
+    })
 }
 
 #[test]
@@ -498,18 +505,11 @@ ops = [{ op = "mmap", region = "a", size = "4M" }]
 
 /// The bundled zero-subpage test at 64 MiB.
 fn zero_subpage(profile: &str, variant: &str) -> RunResult {
-    let path = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../../scenarios/thp-zero-subpage.toml"
-    );
-    let scenario = foliosim::scenario::parse::load(std::path::Path::new(path)).unwrap();
-    let mut spec = resolve(&scenario, profile, Some(variant), &[], 1, true).unwrap();
-    if let foliosim::scenario::Program::ZeroSubpage { size_bytes, .. } =
-        &mut spec.scenario.tasks[0].program
-    {
-        *size_bytes = 64 << 20;
-    }
-    foliosim::run(&spec, &mut |_| {}).unwrap()
+    bundled("thp-zero-subpage", profile, variant, |p| {
+        if let foliosim::scenario::Program::ZeroSubpage { size_bytes, .. } = p {
+            *size_bytes = 64 << 20;
+        }
+    })
 }
 
 #[test]
