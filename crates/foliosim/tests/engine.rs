@@ -660,3 +660,49 @@ ops = [
         "not queued when shrink_underused is 0"
     );
 }
+
+#[test]
+fn mthp_swapin_falls_back_to_small_folios_when_the_charge_fails() {
+    let toml = r#"
+name = "t"
+[[machine.node]]
+memory = "1G"
+cpus = 1
+[[swap]]
+name = "zram0"
+kind = "zram"
+size = "256M"
+[[cgroup]]
+name = "cg"
+"memory.max" = "8M"
+[knobs]
+"/sys/kernel/mm/transparent_hugepage/enabled" = "never"
+"/sys/kernel/mm/transparent_hugepage/hugepages-64kB/enabled" = "always"
+[[task]]
+name = "t"
+cgroup = "cg"
+ops = [
+  { op = "mmap", region = "a", size = "16M" },
+  { op = "touch", region = "a", access = "write", pattern = "sequential", data = "nonzero" },
+  { op = "touch", region = "a", access = "read", pattern = "sequential" },
+]
+"#;
+    let r = run(toml, "v6.18", &[]);
+    assert!(
+        mthp(&r, "64kB", "swpin") > 0,
+        "some whole 64K folios come back"
+    );
+    assert!(
+        mthp(&r, "64kB", "swpin_fallback_charge") > 0,
+        "at the limit the large charge cannot reclaim"
+    );
+    assert_eq!(
+        mthp(&r, "64kB", "swpin_fallback"),
+        mthp(&r, "64kB", "swpin_fallback_charge")
+    );
+    assert_eq!(
+        mthp(&run(toml, "v6.12", &[]), "64kB", "swpin_fallback"),
+        0,
+        "not counted in v6.12"
+    );
+}

@@ -286,17 +286,26 @@ impl Kernel {
                     };
                     let nr = 1u32 << order;
                     let base = vpn & !(nr - 1);
+                    let mut charge_failed = false;
                     if let Some(pfn) = self.alloc_pages(node, order, gfp) {
                         let av = self.mms[mm as usize].anon_vma;
                         self.mem.prep_folio(pfn, order, av, memcg, base);
                         if self.mem_cgroup_charge(pfn, memcg, gfp).is_ok() {
                             break pfn;
                         }
+                        charge_failed = true;
                         self.mem.clear_folio(pfn);
                         self.free_pages(pfn, order);
                     }
                     if order == 0 {
                         return Err(Killed);
+                    }
+                    // Per-size swap-in fallback counters came after v6.12.
+                    if self.profile_kernel() >= Gen::V6_18 {
+                        self.stat.count_mthp(order, Mthp::SwpinFallback);
+                        if charge_failed {
+                            self.stat.count_mthp(order, Mthp::SwpinFallbackCharge);
+                        }
                     }
                     order = 0;
                 };

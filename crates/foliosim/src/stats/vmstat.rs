@@ -64,6 +64,8 @@ counters!(
     Swpout = "swpout",
     SwpoutFallback = "swpout_fallback",
     Swpin = "swpin",
+    SwpinFallback = "swpin_fallback",
+    SwpinFallbackCharge = "swpin_fallback_charge",
     SplitCount = "split",
     SplitFailed = "split_failed",
     SplitDeferred = "split_deferred",
