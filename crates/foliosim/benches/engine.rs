@@ -69,6 +69,7 @@ fn spec(resident_touches: u64) -> RunSpec {
             program: Program::Ops(ops),
         }],
         sample_interval_ns: 1_000_000_000,
+        sched_quantum_ns: foliosim::scenario::parse::DEFAULT_SCHED_QUANTUM_NS,
         published: serde_json::Value::Null,
     };
     let mut k = knobs::Knobs::default();

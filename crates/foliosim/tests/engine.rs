@@ -716,3 +716,108 @@ ops = [
         "not counted in v6.12"
     );
 }
+
+/// XSBench's pattern on a small tiered machine: the hot arrays fit in DRAM, the 2 GB index grid
+/// does not, and each of its pages is read about once a second, as in the MIGRC seed's run.
+const TIERED_XSBENCH: &str = r#"
+name = "t"
+sched_quantum = "1ms"
+[[machine.node]]
+memory = "256M"
+cpus = 4
+[[machine.node]]
+memory = "3G"
+cpus = 0
+tier = "cxl"
+[knobs]
+"/sys/kernel/mm/transparent_hugepage/enabled" = "never"
+"/proc/sys/kernel/numa_balancing" = "2"
+"/sys/kernel/mm/numa/demotion_enabled" = "1"
+[[task]]
+name = "xs"
+generator = "xsbench"
+threads = 4
+particles = 300000
+gridpoints = 4000
+sample = 64
+index_reads = "poisson"
+"#;
+
+#[test]
+fn tiering_promotes_and_demotes_with_one_remote_flush_per_demotion_batch() {
+    let r = run(
+        TIERED_XSBENCH,
+        "v6.9",
+        &[("swap_migration_ad_supported", "0")],
+    );
+    let v = &r.vmstat;
+    assert!(v["numa_pages_migrated"] > 1000, "{v:?}");
+    assert_eq!(v["pgpromote_success"], v["numa_pages_migrated"]);
+    assert_eq!(
+        v["pgmigrate_success"],
+        v["numa_pages_migrated"] + v["pgdemote_kswapd"] + v["pgdemote_direct"]
+    );
+    // Every flush interrupts the other CPUs running the threads (kswapd's CPU is lazy).
+    let per_flush = v["nr_tlb_remote_flush_received"] as f64 / v["nr_tlb_remote_flush"] as f64;
+    assert!((2.8..=3.0).contains(&per_flush), "{per_flush}");
+    // Scanning stamps only lower-tier pages, and each PROT_NONE PTE faults once at most.
+    assert!(v["numa_hint_faults"] <= v["numa_pte_updates"]);
+    assert_eq!(v["numa_hint_faults_local"], 0);
+}
+
+#[test]
+fn migrc_removes_most_remote_flushes_only_when_migrated_ptes_are_clean() {
+    let clean = [("swap_migration_ad_supported", "0")];
+    let base = run(TIERED_XSBENCH, "v6.9", &clean);
+    let migrc = run(TIERED_XSBENCH, "v6.9+migrc", &clean);
+    let flushes = |r: &RunResult| r.vmstat["nr_tlb_remote_flush"] as f64;
+    let received = |r: &RunResult| r.vmstat["nr_tlb_remote_flush_received"] as f64;
+    assert!(
+        flushes(&migrc) < 0.15 * flushes(&base),
+        "{} vs {}",
+        flushes(&migrc),
+        flushes(&base)
+    );
+    assert!(received(&migrc) < 0.15 * received(&base));
+    assert_eq!(
+        migrc.vmstat["nr_tlb_local_flush_one"],
+        base.vmstat["nr_tlb_local_flush_one"]
+    );
+    // Fewer interrupts, but freeing the kept folios lands on whoever flushes: about even here.
+    assert!(
+        migrc.sim_time_ns as f64 <= base.sim_time_ns as f64 * 1.03,
+        "runtime {} vs {}",
+        migrc.sim_time_ns,
+        base.sim_time_ns
+    );
+    // Dirty bits carried over by migration make demoted pages ineligible.
+    let dirty = [("swap_migration_ad_supported", "1")];
+    let base = run(TIERED_XSBENCH, "v6.9", &dirty);
+    let migrc = run(TIERED_XSBENCH, "v6.9+migrc", &dirty);
+    assert!(
+        flushes(&migrc) > 0.7 * flushes(&base),
+        "{} vs {}",
+        flushes(&migrc),
+        flushes(&base)
+    );
+}
+
+#[test]
+fn poisson_index_reads_match_exact_reads_in_distribution() {
+    let clean = [("swap_migration_ad_supported", "0")];
+    let poisson = run(TIERED_XSBENCH, "v6.9", &clean);
+    let exact_toml = TIERED_XSBENCH.replace("index_reads = \"poisson\"", "index_reads = \"exact\"");
+    let exact = run(&exact_toml, "v6.9", &clean);
+    for name in [
+        "numa_pte_updates",
+        "numa_hint_faults",
+        "pgpromote_candidate",
+        "numa_pages_migrated",
+        "nr_tlb_remote_flush",
+    ] {
+        let (e, p) = (exact.vmstat[name] as f64, poisson.vmstat[name] as f64);
+        assert!((p / e - 1.0).abs() < 0.15, "{name}: exact {e}, poisson {p}");
+    }
+    let (e, p) = (exact.sim_time_ns as f64, poisson.sim_time_ns as f64);
+    assert!((p / e - 1.0).abs() < 0.1, "time: exact {e}, poisson {p}");
+}

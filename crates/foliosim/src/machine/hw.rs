@@ -88,6 +88,12 @@ pub struct HwCosts {
     pub cxl_read_latency_ns: u64,
     /// Single-core read bandwidth from a CXL memory expander.
     pub cxl_bandwidth_bytes_per_s: u64,
+    /// A data-TLB miss: the page walk, beyond the access itself.
+    pub page_walk_ns: u64,
+    /// Translations one CPU's second-level TLB holds.
+    pub dtlb_entries: u64,
+    /// Code pages a program refills in the iTLB after a full flush.
+    pub itlb_code_pages: u64,
 }
 
 /// Where the value of one field comes from.
@@ -120,7 +126,7 @@ pub const DEFAULT_PROFILE: &str = "x86-server";
 /// Every cost field of [`HwCosts`], in declaration order: each profile must give a source for
 /// each. [`HwCosts::values`] destructures the struct exhaustively, so a new field cannot be added
 /// without adding it there, and a test checks that list against this one.
-pub const COST_FIELDS: [&str; 33] = [
+pub const COST_FIELDS: [&str; 36] = [
     "fault_entry_ns",
     "zero_page_ns",
     "copy_page_ns",
@@ -154,6 +160,9 @@ pub const COST_FIELDS: [&str; 33] = [
     "dram_bandwidth_bytes_per_s",
     "cxl_read_latency_ns",
     "cxl_bandwidth_bytes_per_s",
+    "page_walk_ns",
+    "dtlb_entries",
+    "itlb_code_pages",
 ];
 
 impl HwCosts {
@@ -196,6 +205,9 @@ impl HwCosts {
             dram_bandwidth_bytes_per_s,
             cxl_read_latency_ns,
             cxl_bandwidth_bytes_per_s,
+            page_walk_ns,
+            dtlb_entries,
+            itlb_code_pages,
         } = *self;
         [
             ("fault_entry_ns", fault_entry_ns),
@@ -231,6 +243,9 @@ impl HwCosts {
             ("dram_bandwidth_bytes_per_s", dram_bandwidth_bytes_per_s),
             ("cxl_read_latency_ns", cxl_read_latency_ns),
             ("cxl_bandwidth_bytes_per_s", cxl_bandwidth_bytes_per_s),
+            ("page_walk_ns", page_walk_ns),
+            ("dtlb_entries", dtlb_entries),
+            ("itlb_code_pages", itlb_code_pages),
         ]
     }
 }
@@ -295,6 +310,9 @@ static X86_SERVER: HwProfile = HwProfile {
         cxl_read_latency_ns: X86_CXL_READ_LATENCY_NS,
         cxl_bandwidth_bytes_per_s: X86_DRAM_BANDWIDTH * X86_DRAM_READ_LATENCY_NS
             / X86_CXL_READ_LATENCY_NS,
+        page_walk_ns: 40,
+        dtlb_entries: 1536,
+        itlb_code_pages: 16,
     },
     sources: &[
         src("fault_entry_ns", "estimate: exception entry/exit, VMA lookup and page-table walk of an anonymous fault, without the allocation, clearing, charge and PTE store that are charged separately. A user-space rdtsc measurement of single read faults that map the zero page on an 11th-gen Core i7 under Linux 6.6 gives min 0.58 us, median 1.0 us, including page-table allocation (ddumbying.vercel.app/experiments/pagefault-latency); 0.7 us taken"),
@@ -330,6 +348,9 @@ static X86_SERVER: HwProfile = HwProfile {
         src("dram_bandwidth_bytes_per_s", "estimate: ~12 GB/s single-core read bandwidth, limited by the misses one core keeps in flight, not by the DIMMs"),
         src("cxl_read_latency_ns", "250 ns: within the 140-410 ns measured across four real CXL memory devices ('Dissecting CXL Memory Performance at Scale: Analysis, Modeling, and Optimization' (SupMario), arXiv 2409.14317, 2024); Pond (Li et al., ASPLOS 2023) puts a directly attached expander at local DRAM + 70-90 ns, the low end of that range"),
         src("cxl_bandwidth_bytes_per_s", "derived: = dram_bandwidth_bytes_per_s x dram_read_latency_ns / cxl_read_latency_ns: one core keeps the same number of misses in flight (Little's law), so its bandwidth falls with latency; the device's own link bandwidth is far above one core's"),
+        src("page_walk_ns", "estimate: a 4-level walk whose upper levels hit in the paging-structure caches and whose leaf PTE line comes from L2/L3, ~40 ns (~120 cycles at 3 GHz); Intel's optimization manual puts an STLB miss at 'tens to hundreds of cycles', more under virtualization's two-dimensional walks"),
+        src("dtlb_entries", "1536: the shared second-level TLB of Skylake-SP through Ice Lake-SP (4K/2M entries; Intel 64 and IA-32 Architectures Optimization Reference Manual, 'Cache and TLB hierarchy')"),
+        src("itlb_code_pages", "estimate: the code pages a small compute kernel (such as XSBench's lookup loop plus libc) runs from, refilled after each full flush"),
     ],
 };
 
@@ -383,6 +404,9 @@ static ARM64_ALTRA: HwProfile = HwProfile {
         cxl_read_latency_ns: ALTRA_CXL_READ_LATENCY_NS,
         cxl_bandwidth_bytes_per_s: ALTRA_DRAM_BANDWIDTH * ALTRA_DRAM_READ_LATENCY_NS
             / ALTRA_CXL_READ_LATENCY_NS,
+        page_walk_ns: 50,
+        dtlb_entries: 1280,
+        itlb_code_pages: 16,
     },
     sources: &[
         src("fault_entry_ns", "estimate: exception entry/exit and handle_mm_fault on Neoverse N1 (no KPTI needed on N1), slightly above x86-server for the guest's two-stage page-table walks"),
@@ -418,6 +442,9 @@ static ARM64_ALTRA: HwProfile = HwProfile {
         src("dram_bandwidth_bytes_per_s", "estimate: ~10 GB/s single-core read bandwidth"),
         src("cxl_read_latency_ns", "as x86-server (Altra has no CXL; kept so that every profile is complete)"),
         src("cxl_bandwidth_bytes_per_s", "derived as for x86-server: = dram_bandwidth_bytes_per_s x dram_read_latency_ns / cxl_read_latency_ns"),
+        src("page_walk_ns", "estimate: as x86-server plus the stage-2 walk of a KVM guest"),
+        src("dtlb_entries", "1280: the Neoverse N1 L2 TLB (Arm Neoverse N1 Technical Reference Manual, 'L2 TLB', 1280 entries, 5-way)"),
+        src("itlb_code_pages", "as x86-server"),
     ],
 };
 

@@ -204,12 +204,13 @@ impl Kernel {
             let v = &mut self.mms[mm as usize].vmas[vi];
             let from = (index - v.start) as usize;
             let upto = (from + nr as usize).min(v.ptes.len());
+            let start = v.start;
             let mut pmd = false;
-            let mut writable = false;
-            for p in &mut v.ptes[from..upto] {
+            let mut cleared = Vec::new();
+            for (i, p) in v.ptes[from..upto].iter_mut().enumerate() {
                 if pt::is_present(*p) && (folio..folio + nr).contains(&pt::pfn(*p)) {
                     pmd |= *p & pt::PMD != 0;
-                    writable |= *p & pt::WRITE != 0;
+                    cleared.push((start + (from + i) as u32, *p));
                     *p &= !pt::PMD;
                     mapcounts[(pt::pfn(*p) - folio) as usize] += 1;
                     pte_updates += 2;
@@ -217,9 +218,12 @@ impl Kernel {
             }
             if pmd {
                 self.stat.count(Vm::ThpSplitPmd, 1);
-            }
-            if pte_updates > 0 {
-                self.set_tlb_ubc_flush_pending(mm, writable);
+                // set_pmd_migration_entry: one flush of the PMD's range.
+                self.flush_tlb_mm_range(mm, start + from as u32, nr as u64, false);
+            } else {
+                for (vpn, pte) in cleared {
+                    self.unmap_flush_pte(mm, vpn, pte);
+                }
             }
         }
         self.try_to_unmap_flush();

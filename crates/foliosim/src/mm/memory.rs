@@ -49,13 +49,16 @@ impl Kernel {
         let idx = (vpn - self.mms[mm as usize].vmas[vi].start) as usize;
         let pte = self.mms[mm as usize].vmas[vi].ptes[idx];
         let hit = if write {
-            pt::is_present(pte) && pte & pt::WRITE != 0
+            pt::is_accessible(pte) && pte & pt::WRITE != 0
         } else {
-            pt::is_present(pte) || pt::is_zero_page(pte)
+            pt::is_accessible(pte) || pt::is_zero_page(pte)
         };
         if !hit {
             self.handle_mm_fault(mm, vi, vpn, write)?;
         }
+        let pte = self.mms[mm as usize].vmas[vi].ptes[idx];
+        let huge = pte & pt::PMD != 0;
+        self.clock_ns += self.tlb_access(mm, vpn, huge, write);
         let pte = &mut self.mms[mm as usize].vmas[vi].ptes[idx];
         if pt::is_present(*pte) {
             *pte |= pt::YOUNG;
@@ -81,7 +84,14 @@ impl Kernel {
         self.charge_time(self.hw.fault_entry_ns);
         let idx = (vpn - self.mms[mm as usize].vmas[vi].start) as usize;
         let pte = self.mms[mm as usize].vmas[vi].ptes[idx];
-        if pt::is_swap(pte) {
+        if pt::is_present(pte) && pte & pt::PROTNONE != 0 {
+            self.do_numa_page(mm, vi, vpn);
+            let pte = self.mms[mm as usize].vmas[vi].ptes[idx];
+            if write && pt::is_present(pte) && pte & pt::WRITE == 0 {
+                return self.do_wp_page(mm, vi, vpn, pte);
+            }
+            Ok(())
+        } else if pt::is_swap(pte) {
             self.do_swap_page(mm, vi, vpn, pte, write)
         } else if pt::is_present(pte) {
             self.do_wp_page(mm, vi, vpn, pte)
@@ -389,6 +399,10 @@ impl Kernel {
         let idx = (vpn - self.mms[mm as usize].vmas[vi].start) as usize;
         let old_page = pt::pfn(pte);
         let old = self.mem.head_of(old_page);
+        if self.spec.profile.migrc {
+            // MIGRC gives up when a read-only PTE may become writable.
+            self.migrc_flush_free_folios();
+        }
         if self.mem.mapcount(old) == 1 && !self.mem.test(old, pg::SWAPCACHE) {
             // Only we map it: reuse in place.
             self.mms[mm as usize].vmas[vi].ptes[idx] |= pt::WRITE | pt::DIRTY;
@@ -412,7 +426,7 @@ impl Kernel {
         self.mem.add_mapcount(pfn, 1);
         self.folio_add_lru(pfn);
         self.charge_time(self.hw.copy_page_ns + self.hw.pte_update_ns);
-        self.flush_tlb_mm(mm);
+        self.flush_tlb_mm_range(mm, vpn, 1, false);
         self.folio_remove_rmap_ptes(old, 1);
         Ok(())
     }
@@ -449,7 +463,12 @@ impl Kernel {
                 }
             }
             let m = &mut self.mms[child as usize];
-            m.vmas.push(super::vma::Vma { start, flags, ptes });
+            m.vmas.push(super::vma::Vma {
+                start,
+                flags,
+                ptes,
+                poisson: None,
+            });
         }
         self.mms[child as usize].next_vpn = self.mms[parent as usize].next_vpn;
         self.charge_time(copied * self.hw.pte_update_ns);

@@ -6,6 +6,9 @@ pub mod huge_memory;
 pub mod madvise;
 pub mod memcontrol;
 pub mod memory;
+pub mod memory_tiers;
+pub mod migrate;
+pub mod numa_balancing;
 pub mod oom_kill;
 pub mod page_alloc;
 pub mod pagetable;
@@ -14,6 +17,7 @@ pub mod swap_device;
 pub mod swap_slots;
 pub mod swap_state;
 pub mod swapfile;
+pub mod tlb;
 pub mod vma;
 pub mod vmscan;
 
@@ -72,8 +76,18 @@ pub struct Kernel {
     pub current: u32,
     /// CPU the current task runs on.
     pub current_cpu: u32,
-    /// PTEs cleared by try_to_unmap whose TLB entries are not flushed yet.
-    pub tlb_batch: rmap::TlbBatch,
+    /// PTEs cleared under TTU_BATCH_FLUSH whose TLB entries are not flushed yet.
+    pub tlb_batch: tlb::TlbBatch,
+    /// Per CPU: the loaded mm and the TLB.
+    pub cpu_tlbs: Vec<tlb::CpuTlb>,
+    pub migrc: migrate::Migrc,
+    pub memory_tiers: memory_tiers::MemoryTiers,
+    /// Per node: NUMA-balancing promotion state.
+    pub pgdat_numa: Vec<numa_balancing::NumaPgdat>,
+    /// Hint faults due in Poisson-read regions, earliest first (workload::poisson).
+    pub poisson_events: crate::workload::poisson::EventWheel,
+    /// Per frame: the folio's last NUMA scan time in ms (kept in last_cpupid by the kernel).
+    pub access_time_ms: Vec<u32>,
     /// Reused list of isolated folios, so reclaim does not allocate.
     pub reclaim_scratch: Vec<folio::FolioId>,
     /// Large folios waiting for the deferred-split shrinker (with stale entries skipped on scan).
@@ -84,6 +98,8 @@ pub struct Kernel {
     pub zeromap: Vec<Vec<bool>>,
     /// Pages holding each zram device's compressed data (empty for other devices).
     pub zram_pages: Vec<Vec<folio::Pfn>>,
+    /// The XSBench generator's parameters, when a task runs it.
+    pub xsbench: Option<crate::workload::xsbench::Xsbench>,
     /// Figures of generator iterations, in the order they ended.
     pub iterations: Vec<serde_json::Map<String, serde_json::Value>>,
 }
@@ -157,6 +173,13 @@ impl Kernel {
             .map(|_| Lruvec::default())
             .collect();
         let swap = swapfile::swapon_all(spec, &hw);
+        let tier_nodes: Vec<(Tier, bool)> =
+            nodes.iter().map(|n| (n.tier, !n.cpus.is_empty())).collect();
+        let memory_tiers = memory_tiers::MemoryTiers::build(&tier_nodes, &hw);
+        let cpu_tlbs = (0..cpus.len())
+            .map(|_| tlb::CpuTlb::new(hw.dtlb_entries as usize))
+            .collect();
+        let nr_frames = mem.pages.len();
 
         let mut k = Kernel {
             spec: spec.clone(),
@@ -178,9 +201,16 @@ impl Kernel {
             clock_ns: 0,
             current: 0,
             current_cpu: 0,
-            tlb_batch: rmap::TlbBatch::default(),
+            tlb_batch: tlb::TlbBatch::default(),
+            cpu_tlbs,
+            migrc: migrate::Migrc::default(),
+            memory_tiers,
+            pgdat_numa: vec![numa_balancing::NumaPgdat::default(); sc.machine.nodes.len()],
+            access_time_ms: vec![0; nr_frames],
+            poisson_events: Default::default(),
             reclaim_scratch: Vec::new(),
             iterations: Vec::new(),
+            xsbench: None,
             zram_pages: Vec::new(),
             zeromap: Vec::new(),
             deferred_split_queue: std::collections::VecDeque::new(),
@@ -254,7 +284,15 @@ impl Kernel {
             let z = Self::zonelist_at(node, k);
             let zone = &self.zones[z];
             let mark = if low { zone.wmark_low } else { zone.wmark_min };
-            if zone.watermark_ok(order, mark) {
+            let mut ok = zone.watermark_ok(order, mark);
+            if zone.migrc_pending_nr > 0 && (!ok || zone.nr_free_pages() < 1 << order) {
+                // MIGRC: flush and free the kept folios, then look again (also when only the
+                // kept folios keep the zone above its watermark and the buddy lists are empty).
+                self.migrc_flush_free_folios();
+                let zone = &self.zones[z];
+                ok = zone.watermark_ok(order, mark);
+            }
+            if ok {
                 let pfn = self.zones[z].alloc(&mut self.mem, order)?;
                 self.stat.count(crate::stats::Vm::Pgalloc, 1 << order);
                 self.charge_time(self.hw.page_alloc_ns);
@@ -279,6 +317,22 @@ impl Kernel {
         if !gfp.direct_reclaim {
             return None;
         }
+        if self.spec.profile.migrc {
+            // Very high pressure: MIGRC pauses and gives back what it keeps.
+            self.migrc.pause_cnt += 1;
+            self.migrc_flush_free_folios();
+            let pfn = self.alloc_pages_slowpath(node, order, gfp);
+            self.migrc.pause_cnt -= 1;
+            return pfn;
+        }
+        self.alloc_pages_slowpath(node, order, gfp)
+    }
+
+    /// The direct-reclaim part of the slow path, ending in the OOM killer.
+    fn alloc_pages_slowpath(&mut self, node: u32, order: u32, gfp: memory::Gfp) -> Option<Pfn> {
+        if let Some(pfn) = self.alloc_from_zonelist(node, order, false) {
+            return Some(pfn);
+        }
         let mut no_progress_loops = 0;
         loop {
             self.stat.count(crate::stats::Vm::AllocstallNormal, 1);
@@ -301,6 +355,37 @@ impl Kernel {
                 no_progress_loops = 0;
             }
         }
+    }
+
+    /// An allocation from one node only, without reclaim (__GFP_THISNODE, no __GFP_RECLAIM but
+    /// optionally waking kswapd), as migration targets are allocated.
+    pub fn alloc_pages_thisnode(
+        &mut self,
+        node: u32,
+        order: u32,
+        wake_kswapd: bool,
+    ) -> Option<Pfn> {
+        for low in [true, false] {
+            let zone = &self.zones[node as usize];
+            let mark = if low { zone.wmark_low } else { zone.wmark_min };
+            let mut ok = zone.watermark_ok(order, mark);
+            if zone.migrc_pending_nr > 0 && (!ok || zone.nr_free_pages() < 1 << order) {
+                self.migrc_flush_free_folios();
+                let zone = &self.zones[node as usize];
+                ok = zone.watermark_ok(order, mark);
+            }
+            if ok {
+                if let Some(pfn) = self.zones[node as usize].alloc(&mut self.mem, order) {
+                    self.stat.count(crate::stats::Vm::Pgalloc, 1 << order);
+                    self.charge_time(self.hw.page_alloc_ns);
+                    return Some(pfn);
+                }
+            }
+            if low && wake_kswapd {
+                self.wakeup_kswapd(node);
+            }
+        }
+        None
     }
 
     pub fn free_pages(&mut self, pfn: folio::Pfn, order: u32) {

@@ -28,6 +28,8 @@ pub struct Zone {
     pub wmark_low: u64,
     pub wmark_high: u64,
     pub wmark_promo: u64,
+    /// MIGRC source folios kept allocated until their TLB flush (zone->migrc_pending_nr).
+    pub migrc_pending_nr: u64,
 }
 
 impl Zone {
@@ -47,6 +49,7 @@ impl Zone {
             wmark_low: 0,
             wmark_high: 0,
             wmark_promo: 0,
+            migrc_pending_nr: 0,
         };
         // Free from the top down, each block at the head, so the lowest block ends up first.
         let end = start_pfn as u64 + nr_pages as u64;
@@ -157,7 +160,8 @@ impl Zone {
     /// __zone_watermark_ok without reserves: enough free pages above `mark` once this allocation is
     /// taken, and for order > 0 a free block at least that large.
     pub fn watermark_ok(&self, order: u32, mark_pages: u64) -> bool {
-        let free = self.nr_free as i64 - ((1i64 << order) - 1);
+        // MIGRC's kept source folios count as free (they are freed on demand).
+        let free = (self.nr_free + self.migrc_pending_nr) as i64 - ((1i64 << order) - 1);
         if free <= mark_pages as i64 {
             return false;
         }

@@ -4,7 +4,10 @@
 //! include/linux/swapops.h): none, present (with accessed/dirty/write bits, pointing at a PFN) and
 //! swap entries (device, offset). A PMD-mapped THP is stored as its 512 PTEs with the `PMD` bit set,
 //! so that per-page lookups stay one array index; the PMD-level state is derived from that bit.
-//! Left out: migration/device entries, soft-dirty, uffd bits, protection keys.
+//! NUMA hinting PTEs (PAGE_NONE set by change_prot_numa) keep PRESENT and add PROTNONE, as
+//! pte_present() is true for them in the kernel; only pte_accessible() tells them apart.
+//! Left out: migration/device entries (migration here is atomic under the simulator), soft-dirty,
+//! uffd bits, protection keys.
 
 pub type Pte = u64;
 
@@ -15,6 +18,8 @@ pub const DIRTY: u64 = 1 << 2;
 pub const WRITE: u64 = 1 << 3;
 /// Part of a PMD mapping of a PMD-order folio.
 pub const PMD: u64 = 1 << 4;
+/// PAGE_NONE protection of a NUMA hinting fault: present but not accessible.
+pub const PROTNONE: u64 = 1 << 5;
 const SWAP: u64 = 1 << 8;
 /// Read-only mapping of the shared zero page: not present as far as folios go.
 pub const ZERO_PAGE: Pte = 1 << 9;
@@ -32,6 +37,11 @@ pub fn mk_swap(device: u32, offset: u32) -> Pte {
 #[inline]
 pub fn is_present(pte: Pte) -> bool {
     pte & PRESENT != 0
+}
+/// pte_accessible (without a concurrent change_protection): the TLB may cache it.
+#[inline]
+pub fn is_accessible(pte: Pte) -> bool {
+    pte & (PRESENT | PROTNONE) == PRESENT
 }
 #[inline]
 pub fn is_swap(pte: Pte) -> bool {

@@ -21,6 +21,8 @@ pub struct Vma {
     pub start: u32,
     pub flags: u8,
     pub ptes: Vec<Pte>,
+    /// Reads of this region are modelled as per-page Poisson processes (workload::poisson).
+    pub poisson: Option<Box<crate::workload::poisson::PoissonPages>>,
 }
 
 impl Vma {
@@ -43,9 +45,20 @@ pub struct Mm {
     /// MM_ANONPAGES and MM_SWAPENTS.
     pub rss_anon: u64,
     pub swapents: u64,
-    /// The task that owns this address space (for the OOM killer and TLB flush targets).
+    /// The task that owns this address space (for the OOM killer).
     pub owner: u32,
+    /// Tasks sharing it (mm_users).
+    pub users: u32,
     pub alive: bool,
+    /// CPUs that may hold its translations (mm_cpumask).
+    pub cpumask: super::tlb::CpuMask,
+    /// mm->tlb_flush_batched: batched unmaps deferred, and how many of those are flushed.
+    pub tlb_flush_batched_pending: u32,
+    pub tlb_flush_batched_flushed: u32,
+    /// NUMA scanning: when the next scan may start, where it resumes, full passes so far.
+    pub numa_next_scan_ns: u64,
+    pub numa_scan_offset: u32,
+    pub numa_scan_seq: u32,
 }
 
 impl Mm {
@@ -74,7 +87,14 @@ impl Kernel {
             rss_anon: 0,
             swapents: 0,
             owner,
+            users: 1,
             alive: true,
+            cpumask: Default::default(),
+            tlb_flush_batched_pending: 0,
+            tlb_flush_batched_flushed: 0,
+            numa_next_scan_ns: self.clock_ns + self.spec.knobs.numa_scan_delay_ms * 1_000_000,
+            numa_scan_offset: 0,
+            numa_scan_seq: 0,
         });
         id
     }
@@ -93,6 +113,7 @@ impl Kernel {
             start,
             flags: 0,
             ptes: vec![pt::PTE_NONE; nr_pages as usize],
+            poisson: None,
         });
         m.vmas.sort_by_key(|v| v.start);
         self.charge_time(self.hw.pte_update_ns);
@@ -122,6 +143,7 @@ impl Kernel {
     /// zap_pte_range over pages [from, to) of a VMA: present PTEs drop their folio's mapping (a
     /// whole folio's PTEs at once), swap PTEs free their swap entry.
     pub fn zap_range(&mut self, mm: u32, vi: usize, from: u32, to: u32) {
+        self.flush_tlb_batched_pending(mm);
         let mut i = from;
         let mut nr_zapped = 0u64;
         while i < to {
@@ -155,7 +177,8 @@ impl Kernel {
         }
         if nr_zapped > 0 {
             self.charge_time(nr_zapped * self.hw.pte_update_ns);
-            self.flush_tlb_mm(mm);
+            let start = self.mms[mm as usize].vmas[vi].start;
+            self.flush_tlb_mm_range(mm, start + from, (to - from) as u64, true);
             for dev in 0..self.swap.len() as u32 {
                 self.zram_sync_memory(dev);
             }
@@ -214,19 +237,5 @@ impl Kernel {
         let cg = &mut self.memcgs[m.memcg as usize];
         cg.swap_pages = (cg.swap_pages as i64 + delta) as u64;
         cg.note_footprint();
-    }
-
-    /// Flushes the TLBs of every CPU that may cache this mm's translations.
-    pub fn flush_tlb_mm(&mut self, mm: u32) {
-        use crate::stats::Vm;
-        let owner = self.mms[mm as usize].owner;
-        if owner == self.current {
-            self.stat.count(Vm::NrTlbLocalFlushAll, 1);
-            self.charge_time(self.hw.tlb_flush_local_all_ns);
-        } else if self.tasks[owner as usize].is_running() {
-            self.stat.count(Vm::NrTlbRemoteFlush, 1);
-            self.stat.count(Vm::NrTlbRemoteFlushReceived, 1);
-            self.charge_time(self.hw.tlb_flush_ipi_send_ns);
-        }
     }
 }

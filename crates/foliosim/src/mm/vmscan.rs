@@ -62,6 +62,8 @@ pub struct ScanControl {
     /// MADV_PAGEOUT: reclaim without looking at references.
     pub ignore_references: bool,
     pub may_deactivate: bool,
+    /// MADV_PAGEOUT reclaims to swap, never to a lower tier.
+    pub no_demotion: bool,
 }
 
 impl ScanControl {
@@ -73,6 +75,7 @@ impl ScanControl {
             is_kswapd,
             ignore_references: false,
             may_deactivate: false,
+            no_demotion: false,
         }
     }
 }
@@ -212,8 +215,34 @@ impl Kernel {
 
 /// Reclaim.
 impl Kernel {
-    fn can_reclaim_anon_pages(&self) -> bool {
-        self.nr_swap_pages() > 0
+    /// can_reclaim_anon_pages: swap space, or a lower tier to demote to.
+    fn can_reclaim_anon_pages(&self, node: u32, sc: &ScanControl) -> bool {
+        self.nr_swap_pages() > 0 || self.can_demote(node, sc)
+    }
+
+    /// can_demote: demotion is enabled and the node has a lower tier.
+    pub fn can_demote(&self, node: u32, sc: &ScanControl) -> bool {
+        self.spec.knobs.demotion_enabled
+            && !sc.no_demotion
+            && self.memory_tiers.demotion_target[node as usize].is_some()
+    }
+
+    /// demote_folio_list: migrates the folios to the node's demotion target without reclaim
+    /// there. Returns the pages demoted; the rest stay in `list`.
+    fn demote_folio_list(&mut self, list: &mut Vec<FolioId>, node: u32, sc: &ScanControl) -> u64 {
+        let Some(target) = self.memory_tiers.demotion_target[node as usize] else {
+            return 0;
+        };
+        let nr = self.migrate_pages(list, target, super::migrate::MigrateReason::Demotion);
+        self.stat.count(
+            if sc.is_kswapd {
+                Vm::PgdemoteKswapd
+            } else {
+                Vm::PgdemoteDirect
+            },
+            nr,
+        );
+        nr
     }
 
     pub fn shrink_lruvec(&mut self, lv: usize, sc: &mut ScanControl) {
@@ -221,7 +250,8 @@ impl Kernel {
         for dev in 0..self.swap.len() as u32 {
             self.zram_sync_memory(dev);
         }
-        if !self.can_reclaim_anon_pages() {
+        let node = (lv % self.nodes.len()) as u32;
+        if !self.can_reclaim_anon_pages(node, sc) {
             return;
         }
         sc.may_deactivate = self.inactive_is_low(lv);
@@ -323,9 +353,34 @@ impl Kernel {
         }
     }
 
-    /// shrink_folio_list for isolated anonymous folios; folios it keeps are put back on the LRU.
-    /// Returns the number of pages freed.
+    /// shrink_folio_list for isolated anonymous folios of one node; folios it keeps are put back
+    /// on the LRU. Folios to reclaim go to the lower tier first when the node can demote; those
+    /// that fail to move go through a second pass without demotion. Returns the pages freed.
     pub fn shrink_folio_list(&mut self, list: &mut Vec<FolioId>, sc: &mut ScanControl) -> u64 {
+        let Some(&first) = list.first() else {
+            return 0;
+        };
+        let node = self.pfn_node(first);
+        let do_demote_pass = self.can_demote(node, sc);
+        let mut demote = Vec::new();
+        let mut reclaimed =
+            self.shrink_folio_list_pass(list, sc, do_demote_pass.then_some(&mut demote));
+        if !demote.is_empty() {
+            reclaimed += self.demote_folio_list(&mut demote, node, sc);
+            if !demote.is_empty() {
+                reclaimed += self.shrink_folio_list_pass(&mut demote, sc, None);
+            }
+        }
+        reclaimed
+    }
+
+    /// One pass of shrink_folio_list; with `demote`, folios to reclaim are moved there.
+    fn shrink_folio_list_pass(
+        &mut self,
+        list: &mut Vec<FolioId>,
+        sc: &mut ScanControl,
+        mut demote: Option<&mut Vec<FolioId>>,
+    ) -> u64 {
         let mut reclaimed = 0;
         let mut i = 0;
         while i < list.len() {
@@ -352,6 +407,10 @@ impl Kernel {
                     continue;
                 }
                 FolioRef::Reclaim => {}
+            }
+            if let Some(d) = demote.as_deref_mut() {
+                d.push(folio);
+                continue;
             }
             if !self.mem.test(folio, pg::SWAPCACHE) {
                 let nr = self.mem.nr_pages(folio);
@@ -489,12 +548,20 @@ impl Kernel {
     pub fn reclaim_pages(&mut self, list: &mut Vec<FolioId>) -> u64 {
         let mut sc = ScanControl::new(u64::MAX, false);
         sc.ignore_references = true;
+        sc.no_demotion = true;
         self.shrink_folio_list(list, &mut sc)
     }
 
+    /// pgdat_balanced: above the high watermark, or in tiering mode the promotion watermark,
+    /// which leaves room for promotions.
     pub fn pgdat_balanced(&self, node: u32) -> bool {
         let z = &self.zones[node as usize];
-        z.watermark_ok(0, z.wmark_high)
+        let mark = if self.numa_tiering() {
+            z.wmark_promo
+        } else {
+            z.wmark_high
+        };
+        z.watermark_ok(0, mark)
     }
 
     /// wakeup_kswapd: only when the node is below its low watermark.

@@ -50,6 +50,22 @@ pub struct Knobs {
     pub thp_swap: bool,
     /// /sys/kernel/mm/transparent_hugepage/shrink_underused (default 1, v6.12+).
     pub shrink_underused: bool,
+    /// /proc/sys/kernel/numa_balancing_promote_rate_limit_MBps (default 65536).
+    pub promote_rate_limit_mbps: u64,
+    /// debugfs sched/numa_balancing/scan_delay_ms (default 1000).
+    pub numa_scan_delay_ms: u64,
+    /// debugfs sched/numa_balancing/scan_period_min_ms (default 1000).
+    pub numa_scan_period_min_ms: u64,
+    /// debugfs sched/numa_balancing/scan_period_max_ms (default 60000).
+    pub numa_scan_period_max_ms: u64,
+    /// debugfs sched/numa_balancing/scan_size_mb (default 256).
+    pub numa_scan_size_mb: u64,
+    /// debugfs sched/numa_balancing/hot_threshold_ms (default 1000).
+    pub numa_hot_threshold_ms: u64,
+    /// swap_migration_ad_supported (a boot-time property, default 1): migration entries carry the
+    /// young and dirty bits. It is 0 when the swap offset is too narrow for them, e.g. on x86
+    /// CPUs whose L1TF mitigation limits swap offsets.
+    pub swap_migration_ad_supported: bool,
     /// `memory.max` overrides: (cgroup name, None = max). A bare `memory.max` names every cgroup.
     pub memory_max: Vec<(Option<String>, Option<u64>)>,
 }
@@ -71,6 +87,13 @@ impl Default for Knobs {
             demotion_enabled: false,
             thp_swap: true,
             shrink_underused: true,
+            promote_rate_limit_mbps: 65536,
+            numa_scan_delay_ms: 1000,
+            numa_scan_period_min_ms: 1000,
+            numa_scan_period_max_ms: 60000,
+            numa_scan_size_mb: 256,
+            numa_hot_threshold_ms: 1000,
+            swap_migration_ad_supported: true,
             memory_max: Vec::new(),
         }
     }
@@ -135,10 +158,45 @@ const SCALAR_KNOBS: &[KnobInfo] = &[
         values: "0|1",
     },
     KnobInfo {
+        path: PROMOTE_RATE_LIMIT,
+        values: "1..=1048576 (MB/s)",
+    },
+    KnobInfo {
+        path: SCAN_DELAY,
+        values: "1..=3600000 (ms)",
+    },
+    KnobInfo {
+        path: SCAN_PERIOD_MIN,
+        values: "1..=3600000 (ms)",
+    },
+    KnobInfo {
+        path: SCAN_PERIOD_MAX,
+        values: "1..=3600000 (ms)",
+    },
+    KnobInfo {
+        path: SCAN_SIZE,
+        values: "1..=1048576 (MB)",
+    },
+    KnobInfo {
+        path: HOT_THRESHOLD,
+        values: "1..=3600000 (ms)",
+    },
+    KnobInfo {
+        path: "swap_migration_ad_supported",
+        values: "0|1 (a boot-time property: migration entries keep the young and dirty bits)",
+    },
+    KnobInfo {
         path: "CONFIG_THP_SWAP",
         values: "y|n (a build option: n splits large folios before swap-out)",
     },
 ];
+
+const PROMOTE_RATE_LIMIT: &str = "/proc/sys/kernel/numa_balancing_promote_rate_limit_MBps";
+const SCAN_DELAY: &str = "/sys/kernel/debug/sched/numa_balancing/scan_delay_ms";
+const SCAN_PERIOD_MIN: &str = "/sys/kernel/debug/sched/numa_balancing/scan_period_min_ms";
+const SCAN_PERIOD_MAX: &str = "/sys/kernel/debug/sched/numa_balancing/scan_period_max_ms";
+const SCAN_SIZE: &str = "/sys/kernel/debug/sched/numa_balancing/scan_size_mb";
+const HOT_THRESHOLD: &str = "/sys/kernel/debug/sched/numa_balancing/hot_threshold_ms";
 
 const MTHP_VALUES: &str = "always|inherit|madvise|never";
 const MEMORY_MAX_VALUES: &str = "a size such as 512M, or max";
@@ -343,6 +401,27 @@ impl Knobs {
                     _ => return Err(bad()),
                 };
             }
+            PROMOTE_RATE_LIMIT => {
+                self.promote_rate_limit_mbps = parse_in_range(value, 1, 1 << 20, expected)?;
+            }
+            SCAN_DELAY => self.numa_scan_delay_ms = parse_in_range(value, 1, 3_600_000, expected)?,
+            SCAN_PERIOD_MIN => {
+                self.numa_scan_period_min_ms = parse_in_range(value, 1, 3_600_000, expected)?
+            }
+            SCAN_PERIOD_MAX => {
+                self.numa_scan_period_max_ms = parse_in_range(value, 1, 3_600_000, expected)?
+            }
+            SCAN_SIZE => self.numa_scan_size_mb = parse_in_range(value, 1, 1 << 20, expected)?,
+            HOT_THRESHOLD => {
+                self.numa_hot_threshold_ms = parse_in_range(value, 1, 3_600_000, expected)?
+            }
+            "swap_migration_ad_supported" => {
+                self.swap_migration_ad_supported = match value.trim() {
+                    "1" => true,
+                    "0" => false,
+                    _ => return Err(bad()),
+                };
+            }
             "CONFIG_THP_SWAP" => {
                 self.thp_swap = match value.trim() {
                     "y" => true,
@@ -382,6 +461,13 @@ impl Knobs {
             "/sys/kernel/mm/transparent_hugepage/shrink_underused" => {
                 (self.shrink_underused as u8).to_string()
             }
+            PROMOTE_RATE_LIMIT => self.promote_rate_limit_mbps.to_string(),
+            SCAN_DELAY => self.numa_scan_delay_ms.to_string(),
+            SCAN_PERIOD_MIN => self.numa_scan_period_min_ms.to_string(),
+            SCAN_PERIOD_MAX => self.numa_scan_period_max_ms.to_string(),
+            SCAN_SIZE => self.numa_scan_size_mb.to_string(),
+            HOT_THRESHOLD => self.numa_hot_threshold_ms.to_string(),
+            "swap_migration_ad_supported" => (self.swap_migration_ad_supported as u8).to_string(),
             "CONFIG_THP_SWAP" => if self.thp_swap { "y" } else { "n" }.to_string(),
             _ => return None,
         };

@@ -164,6 +164,10 @@ pub enum Op {
     IterationEnd {
         report: IterationReport,
     },
+    /// XSBench's lookup loop: this thread's share of the lookups (see workload::xsbench).
+    XsbenchLookups {
+        lookups: u64,
+    },
 }
 
 /// What one iteration reports.
@@ -198,6 +202,9 @@ pub enum Program {
         offset: u64,
         num_dirty: u64,
     },
+    /// XSBench (history method, unionized grid) with THREADS threads sharing one address space
+    /// (see workload::xsbench).
+    Xsbench(crate::workload::xsbench::Xsbench),
     /// A kernel-build-like mix of short-lived compile jobs (see workload::kbuild).
     Kbuild {
         jobs: u32,
@@ -246,6 +253,8 @@ pub struct Scenario {
     pub tasks: Vec<TaskSpec>,
     /// Interval of the time series, in simulated ns.
     pub sample_interval_ns: u64,
+    /// How long a task runs before the scheduler looks again (`sched_quantum`).
+    pub sched_quantum_ns: u64,
     /// The seed's published figures, carried to `reproduce` output unchanged.
     pub published: serde_json::Value,
 }

@@ -18,6 +18,8 @@ use super::{
 };
 
 const PAGE_SIZE: u64 = 4096;
+/// Longest stretch a task runs before the scheduler looks again.
+pub const DEFAULT_SCHED_QUANTUM_NS: u64 = 100_000;
 /// Time-series interval when the scenario names none.
 pub const DEFAULT_SAMPLE_INTERVAL_NS: u64 = 10_000_000;
 /// Hardware cost profile when `[machine]` names none.
@@ -30,7 +32,13 @@ pub const DEFAULT_ZIPF_THETA_MILLI: u32 = 990;
 const DATA_ZERO: u8 = crate::mm::folio::content::ZERO;
 const DATA_NONZERO: u8 = crate::mm::folio::content::DATA_DEFAULT;
 /// Built-in workload generators a task can name.
-pub const GENERATORS: &[&str] = &["usemem", "thp_swap_allocator", "kbuild", "zero_subpage"];
+pub const GENERATORS: &[&str] = &[
+    "usemem",
+    "thp_swap_allocator",
+    "kbuild",
+    "zero_subpage",
+    "xsbench",
+];
 /// Forks nested deeper than this are refused (keeps recursion bounded).
 const MAX_FORK_DEPTH: usize = 16;
 
@@ -429,6 +437,7 @@ const TOP_KEYS: &[&str] = &[
     "description",
     "profiles",
     "sample_interval",
+    "sched_quantum",
     "machine",
     "swap",
     "cgroup",
@@ -448,6 +457,12 @@ fn parse_scenario(cx: &Cx, table: &Table) -> Res<Scenario> {
         .unwrap_or(DEFAULT_SAMPLE_INTERVAL_NS);
     if sample_interval_ns == 0 {
         return Err(top.err("sample_interval", "expected a time greater than 0"));
+    }
+    let sched_quantum_ns = top
+        .time_opt("sched_quantum")?
+        .unwrap_or(DEFAULT_SCHED_QUANTUM_NS);
+    if !(1_000..=100_000_000).contains(&sched_quantum_ns) {
+        return Err(top.err("sched_quantum", "expected a time from 1us to 100ms"));
     }
     let machine = parse_machine(&top)?;
     let total_memory_bytes = machine
@@ -482,6 +497,7 @@ fn parse_scenario(cx: &Cx, table: &Table) -> Res<Scenario> {
         variants,
         tasks,
         sample_interval_ns,
+        sched_quantum_ns,
         published,
     })
 }
@@ -793,6 +809,15 @@ fn generator_params(generator: &str) -> Option<&'static [&'static str]> {
         "thp_swap_allocator" => Some(&["aligned", "small_folios", "iterations"]),
         "kbuild" => Some(&["jobs", "units", "size_min", "size_max", "passes", "work"]),
         "zero_subpage" => Some(&["size", "offset", "num_dirty"]),
+        "xsbench" => Some(&[
+            "threads",
+            "particles",
+            "lookups",
+            "isotopes",
+            "gridpoints",
+            "sample",
+            "index_reads",
+        ]),
         _ => None,
     }
 }
@@ -923,6 +948,37 @@ fn parse_generator(task: &Node, generator: &str) -> Res<Program> {
                     None => 0,
                 },
             })
+        }
+        "xsbench" => {
+            let d = crate::workload::xsbench::Xsbench::default();
+            Ok(Program::Xsbench(crate::workload::xsbench::Xsbench {
+                threads: task.int_opt("threads", 1, 256)?.unwrap_or(d.threads as i64) as u32,
+                particles: task
+                    .int_opt("particles", 1, 1 << 40)?
+                    .unwrap_or(d.particles as i64) as u64,
+                lookups: task
+                    .int_opt("lookups", 1, 1000)?
+                    .unwrap_or(d.lookups as i64) as u64,
+                isotopes: task
+                    .int_opt("isotopes", 12, 4096)?
+                    .unwrap_or(d.isotopes as i64) as u64,
+                gridpoints: task
+                    .int_opt("gridpoints", 2, 1 << 24)?
+                    .unwrap_or(d.gridpoints as i64) as u64,
+                sample: task
+                    .int_opt("sample", 1, 1 << 20)?
+                    .unwrap_or(d.sample as i64) as u64,
+                poisson_index: match task.str_opt("index_reads")? {
+                    None | Some("exact") => false,
+                    Some("poisson") => true,
+                    Some(other) => {
+                        return Err(task.err(
+                            "index_reads",
+                            format!("expected exact or poisson, found {other:?}"),
+                        ))
+                    }
+                },
+            }))
         }
         "thp_swap_allocator" => Ok(Program::ThpSwapAllocator {
             aligned: task.bool_opt("aligned")?.unwrap_or(false),
@@ -1388,6 +1444,16 @@ fn apply_generator_args(program: &mut Program, args: &toml::Table) -> Result<(),
                 *iterations = integer(k, v)? as u32
             }
             (Program::Usemem { processes, .. }, "processes") => *processes = integer(k, v)? as u32,
+            (Program::Xsbench(x), "particles") => x.particles = integer(k, v)?,
+            (Program::Xsbench(x), "sample") => x.sample = integer(k, v)?,
+            (Program::Xsbench(x), "threads") => x.threads = integer(k, v)?.min(256) as u32,
+            (Program::Xsbench(x), "index_reads") => {
+                x.poisson_index = match v.as_str() {
+                    Some("exact") => false,
+                    Some("poisson") => true,
+                    _ => return Err((k.clone(), "expected exact or poisson".to_string())),
+                }
+            }
             (Program::ZeroSubpage { offset, .. }, "offset") => *offset = integer(k, v)?.min(4095),
             (Program::ZeroSubpage { num_dirty, .. }, "num_dirty") => {
                 *num_dirty = integer(k, v)?.min(512)

@@ -55,6 +55,12 @@ impl Rng {
         result
     }
 
+    /// Uniform in [0, 1), from the top 53 bits.
+    #[inline]
+    pub fn next_f64(&mut self) -> f64 {
+        (self.next_u64() >> 11) as f64 * (1.0 / (1u64 << 53) as f64)
+    }
+
     /// Uniform in [0, n), without bias (Lemire, "Fast random integer generation in an interval",
     /// ACM TOMS 2019): multiply, and reject only the few low products that would bias the result.
     #[inline]

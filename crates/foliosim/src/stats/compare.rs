@@ -35,8 +35,17 @@ pub enum Metric {
     },
     /// `vmstat:NAME`.
     Vmstat(String),
+    /// `vmstat_relative_profile:NAME:BASE`: a counter in percent relative to profile BASE with
+    /// the same variant.
+    VmstatRelativeProfile { name: String, base_profile: String },
+    /// `vmstat_ratio:NUM:DEN`: one counter over another.
+    VmstatRatio { num: String, den: String },
+    /// `vmstat_per_s:NAME`: a counter per simulated second.
+    VmstatPerS(String),
     /// `sim_time_s`.
     SimTimeS,
+    /// `sim_time_relative_profile:BASE`: simulated time in percent relative to profile BASE.
+    SimTimeRelativeProfile(String),
 }
 
 impl Metric {
@@ -55,10 +64,20 @@ impl Metric {
             ["iteration", n, field] => Metric::Iteration { index: num(n)?, field: field.to_string() },
             ["iteration_mean", a, b, field] => Metric::IterationMean { first: num(a)?, last: num(b)?, field: field.to_string() },
             ["vmstat", name] => Metric::Vmstat(name.to_string()),
+            ["vmstat_relative_profile", name, base] => Metric::VmstatRelativeProfile {
+                name: name.to_string(),
+                base_profile: base.to_string(),
+            },
+            ["vmstat_ratio", num, den] => Metric::VmstatRatio {
+                num: num.to_string(),
+                den: den.to_string(),
+            },
+            ["vmstat_per_s", name] => Metric::VmstatPerS(name.to_string()),
             ["sim_time_s"] => Metric::SimTimeS,
+            ["sim_time_relative_profile", base] => Metric::SimTimeRelativeProfile(base.to_string()),
             _ => {
                 return Err(format!(
-                    "expected relative:FIELD:BASE, relative_profile:FIELD:BASE, mthp_fallback_pct:SIZE, iteration:N:FIELD, iteration_mean:FIRST:LAST:FIELD, vmstat:NAME or sim_time_s, found {s:?}"
+                    "expected relative:FIELD:BASE, relative_profile:FIELD:BASE, mthp_fallback_pct:SIZE, iteration:N:FIELD, iteration_mean:FIRST:LAST:FIELD, vmstat:NAME, vmstat_relative_profile:NAME:BASE, vmstat_ratio:NUM:DEN, vmstat_per_s:NAME, sim_time_s or sim_time_relative_profile:BASE, found {s:?}"
                 ))
             }
         })
@@ -78,6 +97,10 @@ impl Metric {
                 _ => it.get(field)?.as_f64(),
             }
         };
+        let same_variant_in = |profile: &str| {
+            all.iter()
+                .find(|r| r.profile == profile && r.variant == run.variant)
+        };
         match self {
             Metric::Relative {
                 field,
@@ -93,9 +116,7 @@ impl Metric {
                 field,
                 base_profile,
             } => {
-                let base = all
-                    .iter()
-                    .find(|r| &r.profile == base_profile && r.variant == run.variant)?;
+                let base = same_variant_in(base_profile)?;
                 let b = task_sum(base, field);
                 (b > 0.0).then(|| (task_sum(run, field) / b - 1.0) * 100.0)
             }
@@ -112,7 +133,27 @@ impl Metric {
                 (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
             }
             Metric::Vmstat(name) => run.vmstat.get(name).map(|&v| v as f64),
+            Metric::VmstatRelativeProfile { name, base_profile } => {
+                let base = same_variant_in(base_profile)?;
+                let (v, b) = (
+                    *run.vmstat.get(name)? as f64,
+                    *base.vmstat.get(name)? as f64,
+                );
+                (b > 0.0).then(|| (v / b - 1.0) * 100.0)
+            }
+            Metric::VmstatRatio { num, den } => {
+                let (n, d) = (*run.vmstat.get(num)? as f64, *run.vmstat.get(den)? as f64);
+                (d > 0.0).then(|| n / d)
+            }
+            Metric::VmstatPerS(name) => {
+                let (v, secs) = (*run.vmstat.get(name)? as f64, run.sim_time_ns as f64 / 1e9);
+                (secs > 0.0).then(|| v / secs)
+            }
             Metric::SimTimeS => Some(run.sim_time_ns as f64 / 1e9),
+            Metric::SimTimeRelativeProfile(base_profile) => {
+                let b = same_variant_in(base_profile)?.sim_time_ns as f64;
+                (b > 0.0).then(|| (run.sim_time_ns as f64 / b - 1.0) * 100.0)
+            }
         }
     }
 }
@@ -201,6 +242,10 @@ mod tests {
             {"profile": "v6.9", "variant": "64K", "metric": "iteration:1:fallback_pct"},
             {"profile": "v6.9", "variant": "4K", "metric": "vmstat:pswpout"},
             {"profile": "v6.10", "variant": "64K", "metric": "relative:throughput_kbps:4K"},
+            {"profile": "v6.10", "variant": "64K", "metric": "vmstat_relative_profile:pswpout:v6.9"},
+            {"profile": "v6.9", "variant": "4K", "metric": "vmstat_per_s:pswpout"},
+            {"profile": "v6.9", "variant": "4K", "metric": "vmstat_ratio:pswpout:pswpout"},
+            {"profile": "v6.10", "variant": "64K", "metric": "sim_time_relative_profile:v6.9"},
         ]});
         let f = figures(&published, &runs).unwrap();
         assert!((f[0].simulated.unwrap() + 20.0).abs() < 1e-9);
@@ -208,6 +253,10 @@ mod tests {
         assert_eq!(f[2].simulated, Some(50.0));
         assert_eq!(f[3].simulated, Some(7.0));
         assert_eq!(f[4].simulated, None, "no 4K run in v6.10");
+        assert_eq!(f[5].simulated, Some(0.0));
+        assert_eq!(f[6].simulated, Some(3.5));
+        assert_eq!(f[7].simulated, Some(1.0));
+        assert_eq!(f[8].simulated, Some(0.0));
         assert_eq!(f[0].published, json!(-13.6));
     }
 

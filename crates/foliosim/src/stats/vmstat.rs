@@ -53,6 +53,24 @@ counters!(
     NrTlbRemoteFlushReceived = "nr_tlb_remote_flush_received",
     SwpoutZero = "swpout_zero",
     SwpinZero = "swpin_zero",
+    NumaPteUpdates = "numa_pte_updates",
+    NumaHugePteUpdates = "numa_huge_pte_updates",
+    NumaHintFaults = "numa_hint_faults",
+    NumaHintFaultsLocal = "numa_hint_faults_local",
+    NumaPagesMigrated = "numa_pages_migrated",
+    PgpromoteSuccess = "pgpromote_success",
+    PgpromoteCandidate = "pgpromote_candidate",
+    PgdemoteKswapd = "pgdemote_kswapd",
+    PgdemoteDirect = "pgdemote_direct",
+    PgmigrateSuccess = "pgmigrate_success",
+    PgmigrateFail = "pgmigrate_fail",
+    ThpMigrationSuccess = "thp_migration_success",
+    ThpMigrationFail = "thp_migration_fail",
+    ThpMigrationSplit = "thp_migration_split",
+    // perf events, not /proc/vmstat: misses of the simulated TLBs.
+    DtlbLoadMisses = "dTLB-load-misses",
+    DtlbStoreMisses = "dTLB-store-misses",
+    ItlbLoadMisses = "iTLB-load-misses",
 );
 
 counters!(

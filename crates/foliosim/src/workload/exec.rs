@@ -16,8 +16,6 @@ use crate::stats::result::RunResult;
 use crate::RunError;
 use std::rc::Rc;
 
-/// Longest stretch a task runs before the scheduler looks again.
-const QUANTUM_NS: u64 = 100_000;
 /// How often (in scheduler steps) `--check` runs the invariant checker during a run.
 const CHECK_EVERY_STEPS: u64 = 20_000;
 
@@ -113,6 +111,41 @@ impl Kernel {
                         super::thp_swap_allocator::program(*aligned, *small_folios, *iterations);
                     self.spawn_user(ts.name.clone(), memcg, ts.node, Rc::new(ops), Report::None);
                 }
+                Program::Xsbench(x) => {
+                    self.xsbench = Some(x.clone());
+                    let mut mm = None;
+                    let mut regions = Vec::new();
+                    for i in 0..x.threads {
+                        let ops = Rc::new(x.program(i, &self.hw));
+                        let name = format!("{}-{i}", ts.name);
+                        let id = match mm {
+                            None => {
+                                let id = self.spawn_user(name, memcg, ts.node, ops, Report::None);
+                                let m = self.tasks[id as usize].mm.expect("user mm");
+                                for (region, bytes) in x.regions() {
+                                    let nr_pages = bytes.div_ceil(crate::mm::PAGE_SIZE) as u32;
+                                    let start = self.mmap_anon(m, nr_pages);
+                                    if x.poisson_index && region == super::xsbench::REGION_INDEX {
+                                        let vi =
+                                            self.mms[m as usize].find_vma(start).expect("mapped");
+                                        self.mms[m as usize].vmas[vi].poisson = Some(Box::new(
+                                            super::poisson::PoissonPages::new(nr_pages as usize),
+                                        ));
+                                    }
+                                    regions.push(Region {
+                                        name: region.into(),
+                                        start,
+                                        nr_pages,
+                                    });
+                                }
+                                mm = Some(m);
+                                id
+                            }
+                            Some(m) => self.spawn_thread(name, m, ts.node, ops),
+                        };
+                        self.tasks[id as usize].regions = regions.clone();
+                    }
+                }
                 Program::Usemem {
                     processes,
                     size_bytes,
@@ -147,7 +180,21 @@ impl Kernel {
         let id = self.tasks.len() as u32;
         let mut t = Task::new(id, name, TaskKind::User, memcg, node, program);
         t.report = report;
+        t.numa_scan_period_ms = self.spec.knobs.numa_scan_delay_ms;
         t.mm = Some(self.mm_create(memcg, id));
+        self.tasks.push(t);
+        self.runq.push(0, id);
+        id
+    }
+
+    /// A thread of an existing process: it shares the address space.
+    fn spawn_thread(&mut self, name: String, mm: u32, node: u32, program: Rc<Vec<Op>>) -> u32 {
+        let id = self.tasks.len() as u32;
+        let memcg = self.mms[mm as usize].memcg;
+        let mut t = Task::new(id, name, TaskKind::User, memcg, node, program);
+        t.mm = Some(mm);
+        t.numa_scan_period_ms = self.spec.knobs.numa_scan_delay_ms;
+        self.mms[mm as usize].users += 1;
         self.tasks.push(t);
         self.runq.push(0, id);
         id
@@ -182,7 +229,11 @@ impl Kernel {
         task.state = TaskState::Exited;
         task.exit_ns = clock;
         if let Some(mm) = task.mm {
-            self.exit_mmap(mm);
+            self.mms[mm as usize].users -= 1;
+            if self.mms[mm as usize].users == 0 {
+                self.exit_mmap(mm);
+                self.tlb_exit_mm(mm);
+            }
         }
         self.barrier_participant_left();
     }
@@ -292,6 +343,7 @@ impl Kernel {
                         let range = len_bytes.map_or(region_pages, |l| l / crate::mm::PAGE_SIZE);
                         total += count.unwrap_or(range);
                     }
+                    Op::XsbenchLookups { lookups } => total += lookups,
                     _ => {}
                 }
             }
@@ -302,6 +354,7 @@ impl Kernel {
     pub fn run(mut self, progress: &mut dyn FnMut(f64)) -> Result<RunResult, RunError> {
         let planned = self.total_touches_planned();
         let interval = self.spec.scenario.sample_interval_ns.max(1);
+        let quantum_ns = self.spec.scenario.sched_quantum_ns;
         let mut series = crate::stats::report::Series::default();
         let mut next_sample_ns = 0;
         let mut steps = 0u64;
@@ -321,8 +374,9 @@ impl Kernel {
             let cpu = self.pick_cpu(task.node);
             self.current = t;
             self.current_cpu = cpu;
+            self.switch_to(cpu, t);
             self.clock_ns = clock.max(self.cpus[cpu as usize].busy.busy_until_ns);
-            let cpu_end = self.step(t, self.clock_ns + QUANTUM_NS);
+            let cpu_end = self.step(t, self.clock_ns + quantum_ns);
             self.cpus[cpu as usize].busy.busy_until_ns = cpu_end;
             let task = &mut self.tasks[t as usize];
             if task.state == TaskState::Runnable {
@@ -358,6 +412,17 @@ impl Kernel {
 
     /// Runs task `t` until `quantum_end_ns`, a block, or its end. Returns when its CPU is free.
     fn step(&mut self, t: u32, quantum_end_ns: u64) -> u64 {
+        let irq_ns = std::mem::take(&mut self.tasks[t as usize].pending_irq_ns);
+        self.clock_ns += irq_ns;
+        self.tasks[t as usize].sys_ns += irq_ns;
+        if self.tasks[t as usize].is_user() {
+            let itlb_ns = self.itlb_refill();
+            self.clock_ns += itlb_ns;
+            self.tasks[t as usize].user_ns += itlb_ns;
+            let before = self.clock_ns;
+            self.task_tick_numa(t);
+            self.tasks[t as usize].sys_ns += self.clock_ns - before;
+        }
         if let TaskKind::Kswapd { node, mut priority } = self.tasks[t as usize].kind {
             let mut busy = true;
             while busy && self.clock_ns < quantum_end_ns {
@@ -526,6 +591,9 @@ impl Kernel {
                 self.tasks.push(c);
                 self.runq.push(self.clock_ns, id);
             }
+            Op::XsbenchLookups { lookups } => {
+                return self.xsbench_lookups(t, *lookups, quantum_end_ns);
+            }
             Op::Sleep { .. } | Op::Barrier { .. } => {}
             Op::Exit => self.do_exit(t),
             Op::IterationStart => {
@@ -588,7 +656,7 @@ impl Kernel {
 }
 
 #[inline]
-fn prefetch<T>(p: &T) {
+pub(super) fn prefetch<T>(p: &T) {
     #[cfg(target_arch = "x86_64")]
     // SAFETY: a prefetch is a hint that cannot fault; the pointer comes from a live reference.
     unsafe {

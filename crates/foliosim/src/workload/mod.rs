@@ -2,9 +2,11 @@
 
 pub mod exec;
 pub mod kbuild;
+pub mod poisson;
 pub mod task;
 pub mod thp_swap_allocator;
 pub mod usemem;
+pub mod xsbench;
 pub mod zero_subpage;
 
 use crate::scenario::IterationReport;

@@ -87,6 +87,15 @@ pub struct Task {
     pub direct_reclaim_pages: u64,
     /// Clock and counters at the current iteration's start.
     pub iteration_start: Option<(u64, crate::stats::VmStat)>,
+    /// Interrupt handling (TLB shootdowns) owed, charged when the task next runs.
+    pub pending_irq_ns: u64,
+    /// NUMA balancing: scan period, CPU-time stamp of the next scan, scan sequence last placed.
+    pub numa_scan_period_ms: u64,
+    pub node_stamp_ns: u64,
+    pub numa_scan_seq: u32,
+    /// XSBench lookups done by this thread, and the loop's state while it runs.
+    pub lookups: u64,
+    pub xs: Option<super::xsbench::LookupState>,
 }
 
 impl Task {
@@ -122,6 +131,12 @@ impl Task {
             direct_reclaim_ns: 0,
             direct_reclaim_pages: 0,
             iteration_start: None,
+            pending_irq_ns: 0,
+            numa_scan_period_ms: 0,
+            node_stamp_ns: 0,
+            numa_scan_seq: 0,
+            lookups: 0,
+            xs: None,
         }
     }
 

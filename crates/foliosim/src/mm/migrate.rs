@@ -1,0 +1,332 @@
+//! Page migration between nodes, and MIGRC (the deferred TLB flush of migrated read-only folios).
+//!
+//! Models mm/migrate.c (v6.7–v6.18) for MIGRATE_ASYNC, the mode of promotion and demotion:
+//! migrate_pages cutting the list into batches of NR_MAX_BATCHED_MIGRATION (512) base pages,
+//! migrate_pages_batch with its unmap phase (try_to_migrate under TTU_BATCH_FLUSH), one
+//! try_to_unmap_flush, and its move phase (copy, remove_migration_ptes, source freed), and the
+//! counters pgmigrate_success/fail and thp_migration_*. A new PTE is writable only if the old one
+//! was; it keeps the young and dirty bits only when the migration entry can carry them
+//! (swap_migration_ad_supported), else it starts old and clean.
+//! `+migrc` adds Byungchul Park's v8 series (2024-02, unmerged, on v6.7): order-0 folios whose
+//! deferred PTEs were all clean and read-only go to a pending batch; their sources stay allocated
+//! (counted as free for watermarks) until some later flush has covered every pending CPU, or a
+//! write-protect fault, a failed watermark or the allocator's slow path forces the flush.
+//! Left out: sync modes and their retries (nothing here can be busy: the simulator migrates a
+//! batch atomically, so the -EAGAIN passes never happen), migration of swap-cache, file and
+//! hugetlb folios, splitting large folios that cannot be migrated, and the per-CPU free lists
+//! MIGRC bypasses.
+
+use super::folio::{pg, FolioId};
+use super::pagetable::{self as pt, Pte};
+use super::tlb::{CpuMask, TlbBatch};
+use super::Kernel;
+use crate::stats::Vm;
+
+/// NR_MAX_BATCHED_MIGRATION: a batch ends with the folio that brings it to this many pages.
+pub const NR_MAX_BATCHED_MIGRATION: u64 = 512;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MigrateReason {
+    Demotion,
+    NumaMisplaced,
+}
+
+/// One PTE cleared by try_to_migrate, to be pointed at the destination.
+#[derive(Clone, Copy, Debug)]
+struct MigrationEntry {
+    mm: u32,
+    vi: usize,
+    idx: usize,
+    pte: Pte,
+}
+
+/// MIGRC's state: the per-task read-only batch (one task migrates at a time here) and the global
+/// pending flush with its kept source folios.
+#[derive(Default, Debug)]
+pub struct Migrc {
+    pub tlb_ubc_ro: TlbBatch,
+    pub can_migrc: bool,
+    /// The unmap phase of a MIGRC batch runs: clean read-only PTEs go to `tlb_ubc_ro`.
+    pub ro_batch_active: bool,
+    /// migrc_ubc: the CPUs that still owe a flush for the kept folios.
+    pub ubc: TlbBatch,
+    pub folios: Vec<FolioId>,
+    pub pause_cnt: u32,
+}
+
+impl Kernel {
+    #[inline]
+    pub fn migrc_ro_batch_active(&self) -> bool {
+        self.migrc.ro_batch_active
+    }
+
+    /// MIGRC applies to demotion and NUMA-misplaced migration, unless paused.
+    fn migrc_enabled(&self, reason: MigrateReason) -> bool {
+        let tiering = matches!(
+            reason,
+            MigrateReason::Demotion | MigrateReason::NumaMisplaced
+        );
+        tiering && self.spec.profile.migrc && self.migrc.pause_cnt == 0
+    }
+
+    /// migrc_flush_end: the CPUs of a flush that just ran no longer owe MIGRC one; once none
+    /// does, the kept folios are freed.
+    pub fn migrc_flush_end(&mut self, flushed: &CpuMask) {
+        if self.migrc.folios.is_empty() && !self.migrc.ubc.flush_required {
+            return;
+        }
+        if self.migrc.ubc.cpumask.andnot(flushed) {
+            return;
+        }
+        self.migrc.ubc = TlbBatch::default();
+        let folios = std::mem::take(&mut self.migrc.folios);
+        for &f in &folios {
+            self.free_migrated_source(f, true);
+        }
+        self.migrc.folios = folios;
+        self.migrc.folios.clear();
+    }
+
+    /// migrc_flush_free_folios: flush what MIGRC owes now and free the kept folios.
+    pub fn migrc_flush_free_folios(&mut self) {
+        if self.migrc.folios.is_empty() && !self.migrc.ubc.flush_required {
+            return;
+        }
+        let mut ubc = std::mem::take(&mut self.migrc.ubc);
+        self.tlb_batch.fold(&mut ubc);
+        if self.tlb_batch.flush_required {
+            self.try_to_unmap_flush();
+        } else {
+            self.migrc_flush_end(&CpuMask::default());
+        }
+    }
+
+    /// Frees a migrated source folio; the charge went to the destination.
+    fn free_migrated_source(&mut self, folio: FolioId, kept: bool) {
+        let order = self.mem.order(folio);
+        if kept {
+            let node = self.pfn_node(folio) as usize;
+            self.zones[node].migrc_pending_nr -= 1 << order;
+        }
+        self.mem.clear_folio(folio);
+        self.free_pages(folio, order);
+        self.charge_time(self.hw.page_alloc_ns);
+    }
+
+    /// migrate_pages (MIGRATE_ASYNC) of isolated folios to `target`. Returns the base pages
+    /// moved; folios that could not be moved are left in `list` for the caller to put back.
+    pub fn migrate_pages(
+        &mut self,
+        list: &mut Vec<FolioId>,
+        target: u32,
+        reason: MigrateReason,
+    ) -> u64 {
+        let mut failed = Vec::new();
+        let (mut succeeded, mut thp_succeeded, mut thp_failed) = (0, 0, 0);
+        let mut from = std::mem::take(list);
+        from.reverse();
+        while !from.is_empty() {
+            let mut batch = Vec::new();
+            let mut pages = 0u64;
+            while let Some(f) = from.pop() {
+                pages += self.mem.nr_pages(f) as u64;
+                batch.push(f);
+                if pages >= NR_MAX_BATCHED_MIGRATION {
+                    break;
+                }
+            }
+            let (pages, thps, stop) = self.migrate_pages_batch(&mut batch, target, reason);
+            succeeded += pages;
+            thp_succeeded += thps;
+            thp_failed += batch
+                .iter()
+                .filter(|&&f| self.mem.order(f) >= crate::scenario::knobs::PMD_ORDER as u32)
+                .count() as u64;
+            failed.extend(batch);
+            if stop {
+                // -ENOMEM: nothing more can be allocated on the target.
+                failed.extend(from.drain(..).rev());
+            }
+        }
+        let failed_pages: u64 = failed.iter().map(|&f| self.mem.nr_pages(f) as u64).sum();
+        self.stat.count(Vm::PgmigrateSuccess, succeeded);
+        self.stat.count(Vm::PgmigrateFail, failed_pages);
+        self.stat.count(Vm::ThpMigrationSuccess, thp_succeeded);
+        self.stat.count(Vm::ThpMigrationFail, thp_failed);
+        *list = failed;
+        succeeded
+    }
+
+    /// migrate_pages_batch: unmap every folio, flush once, move. `batch` keeps the folios not
+    /// migrated; returns the base pages and THPs moved, and whether the target ran out of memory.
+    fn migrate_pages_batch(
+        &mut self,
+        batch: &mut Vec<FolioId>,
+        target: u32,
+        reason: MigrateReason,
+    ) -> (u64, u64, bool) {
+        let mut do_migrc = self.migrc_enabled(reason);
+        let mut pending = TlbBatch::default();
+        let mut unmapped: Vec<(FolioId, FolioId, Vec<MigrationEntry>, bool)> = Vec::new();
+        let mut kept = Vec::new();
+        let mut enomem = false;
+        let mut i = 0;
+        while i < batch.len() {
+            let src = batch[i];
+            if do_migrc && self.migrc.pause_cnt > 0 {
+                self.tlb_batch.fold(&mut pending);
+                do_migrc = false;
+            }
+            if self.mem.test(src, pg::SWAPCACHE) || self.mem.test(src, pg::WRITEBACK) {
+                i += 1;
+                continue;
+            }
+            let order = self.mem.order(src);
+            let Some(dst) = self.alloc_pages_thisnode(target, order, false) else {
+                enomem = true;
+                break;
+            };
+            self.migrc.can_migrc = true;
+            self.migrc.ro_batch_active = do_migrc;
+            let entries = self.try_to_migrate(src);
+            self.migrc.ro_batch_active = false;
+            let can = do_migrc
+                && self.migrc.can_migrc
+                && self.migrc.tlb_ubc_ro.flush_required
+                && order == 0;
+            if can {
+                pending.fold(&mut self.migrc.tlb_ubc_ro);
+            } else {
+                self.tlb_batch.fold(&mut self.migrc.tlb_ubc_ro);
+            }
+            unmapped.push((src, dst, entries, can));
+            batch.swap_remove(i);
+        }
+        if unmapped.is_empty() {
+            return (0, 0, enomem);
+        }
+        // migrc_add_pending_ubc: nothing else flushes concurrently in the simulator.
+        if do_migrc && pending.flush_required {
+            self.migrc.ubc.fold(&mut pending);
+        }
+        self.try_to_unmap_flush();
+        let (mut pages, mut thps) = (0, 0);
+        for (src, dst, entries, migrc) in unmapped {
+            let order = self.mem.order(src);
+            pages += 1u64 << order;
+            thps += (order >= crate::scenario::knobs::PMD_ORDER as u32) as u64;
+            self.move_to_new_folio(src, dst, &entries);
+            if migrc {
+                let node = self.pfn_node(src) as usize;
+                self.zones[node].migrc_pending_nr += 1;
+                kept.push(src);
+            } else {
+                self.free_migrated_source(src, false);
+            }
+        }
+        self.migrc.folios.extend(kept);
+        (pages, thps, enomem)
+    }
+
+    /// try_to_migrate: clears every PTE that maps `src`, deferring or doing their flushes.
+    fn try_to_migrate(&mut self, src: FolioId) -> Vec<MigrationEntry> {
+        let mut mappings = Vec::new();
+        self.for_each_mapping(src, |mm, vi| mappings.push((mm, vi)));
+        let end = src + self.mem.nr_pages(src);
+        let mut entries = Vec::new();
+        for (mm, vi) in mappings {
+            let (from, nr) = self.folio_ptes(src, mm, vi);
+            let start = self.mms[mm as usize].vmas[vi].start;
+            for idx in from..from + nr {
+                self.poisson_advance(mm, vi, idx);
+                let pte = self.mms[mm as usize].vmas[vi].ptes[idx];
+                if !pt::is_present(pte) || !(src..end).contains(&pt::pfn(pte)) {
+                    continue;
+                }
+                self.mms[mm as usize].vmas[vi].ptes[idx] = pt::PTE_NONE;
+                if pte & pt::DIRTY != 0 {
+                    self.mem.set(src, pg::DIRTY);
+                }
+                self.unmap_flush_pte(mm, start + idx as u32, pte);
+                entries.push(MigrationEntry { mm, vi, idx, pte });
+            }
+            self.charge_time(self.hw.rmap_walk_ns);
+        }
+        self.charge_time(entries.len() as u64 * self.hw.pte_update_ns);
+        self.mem.add_mapcount(src, -(entries.len() as i32));
+        entries
+    }
+
+    /// move_to_new_folio + remove_migration_ptes: `dst` takes `src`'s data, state and mappings.
+    fn move_to_new_folio(&mut self, src: FolioId, dst: FolioId, entries: &[MigrationEntry]) {
+        let order = self.mem.order(src);
+        let nr = self.mem.nr_pages(src);
+        let (av, memcg, index) = (
+            self.mem.anon_vma(src),
+            self.mem.memcg(src),
+            self.mem.index(src),
+        );
+        if order > 1 {
+            self.folio_unqueue_deferred_split(src);
+        }
+        self.mem.prep_folio(dst, order, av, memcg, index);
+        for i in 0..nr {
+            self.mem.pages[(dst + i) as usize].content = self.mem.pages[(src + i) as usize].content;
+        }
+        for f in [pg::REFERENCED, pg::ACTIVE, pg::DIRTY, pg::SWAPBACKED] {
+            if self.mem.test(src, f) {
+                self.mem.set(dst, f);
+            }
+        }
+        self.access_time_ms[dst as usize] = self.access_time_ms[src as usize];
+        let ad = self.spec.knobs.swap_migration_ad_supported;
+        for e in entries {
+            let old = e.pte;
+            let mut flags = old & pt::PMD;
+            if old & pt::WRITE != 0 {
+                flags |= pt::WRITE;
+            }
+            if ad {
+                flags |= old & (pt::YOUNG | pt::DIRTY);
+            }
+            let pfn = dst + (pt::pfn(old) - src);
+            self.mms[e.mm as usize].vmas[e.vi].ptes[e.idx] = pt::mk_present(pfn, flags);
+            if flags & pt::YOUNG == 0 {
+                self.poisson_rearm(e.mm, e.vi, e.idx);
+            }
+        }
+        self.mem.add_mapcount(dst, entries.len() as i32);
+        let src_node = self.pfn_node(src);
+        let dst_node = self.pfn_node(dst);
+        self.charge_time(
+            self.copy_folio_ns(src_node, dst_node, nr as u64)
+                + entries.len() as u64 * self.hw.pte_update_ns,
+        );
+        self.folio_add_lru(dst);
+        // The source leaves the page tables and the LRU; only its frames remain.
+        let src_flags = pg::LRU | pg::ACTIVE | pg::REFERENCED | pg::DIRTY | pg::SWAPBACKED;
+        self.mem.clear(src, src_flags);
+    }
+
+    /// Copying `nr` pages between two nodes, at the slower side's bandwidth.
+    pub fn copy_folio_ns(&self, src_node: u32, dst_node: u32, nr: u64) -> u64 {
+        let bw = self
+            .node_bandwidth(src_node)
+            .min(self.node_bandwidth(dst_node));
+        nr * super::PAGE_SIZE * 1_000_000_000 / bw
+    }
+
+    pub fn node_bandwidth(&self, node: u32) -> u64 {
+        match self.nodes[node as usize].tier {
+            crate::scenario::Tier::Dram => self.hw.dram_bandwidth_bytes_per_s,
+            crate::scenario::Tier::Cxl => self.hw.cxl_bandwidth_bytes_per_s,
+        }
+    }
+
+    pub fn node_latency_ns(&self, node: u32) -> u64 {
+        match self.nodes[node as usize].tier {
+            crate::scenario::Tier::Dram => self.hw.dram_read_latency_ns,
+            crate::scenario::Tier::Cxl => self.hw.cxl_read_latency_ns,
+        }
+    }
+}

@@ -1,0 +1,472 @@
+//! NUMA balancing in memory-tiering mode: the scanner that makes PTEs PROT_NONE, the hint fault,
+//! and the promotion decision with its hot threshold and rate limit.
+//!
+//! Models kernel/sched/fair.c (v6.7–v6.18: task_tick_numa, task_numa_work, task_scan_min/max/
+//! start, the period doubling of update_task_scan_period for tiering faults,
+//! should_numa_migrate_memory's tiering branch, numa_promotion_adjust_threshold,
+//! numa_promotion_rate_limit, pgdat_free_space_enough), mm/mprotect.c change_prot_numa
+//! (skips PROT_NONE PTEs and, in mode 2, top-tier folios; stamps the access time), and
+//! mm/memory.c do_numa_page with mm/migrate.c migrate_misplaced_folio[_prepare].
+//! Left out: mode 1's placement (numa groups, cpupid last-access filter, task migration between
+//! nodes; a mode-1 fault on a remote folio simply migrates it), the per-VMA pids_active filter,
+//! access-time wrap-around, and PMD-level hint faults (a PMD-mapped THP is handled per PTE).
+
+use super::folio::{pg, FolioId};
+use super::migrate::MigrateReason;
+use super::pagetable::{self as pt};
+use super::Kernel;
+use crate::stats::Vm;
+
+pub const NUMA_BALANCING_NORMAL: u32 = 1;
+pub const NUMA_BALANCING_MEMORY_TIERING: u32 = 2;
+/// MAX_SCAN_WINDOW, in MB per second: the scan period floor is scan_size / this.
+const MAX_SCAN_WINDOW_MB: u64 = 2560;
+const TICK_NS: u64 = 4_000_000;
+const NS_PER_MS: u64 = 1_000_000;
+
+/// Per-node promotion state (the nbp_* fields of pglist_data) and the node's pgpromote_candidate.
+#[derive(Clone, Debug, Default)]
+pub struct NumaPgdat {
+    pub nbp_threshold_ms: u64,
+    pub nbp_th_start_ms: u64,
+    pub nbp_th_nr_cand: u64,
+    pub nbp_rl_start_ms: u64,
+    pub nbp_rl_nr_cand: u64,
+    pub pgpromote_candidate: u64,
+}
+
+impl Kernel {
+    fn now_ms(&self) -> u64 {
+        self.clock_ns / NS_PER_MS
+    }
+
+    pub fn numa_tiering(&self) -> bool {
+        self.spec.knobs.numa_balancing & NUMA_BALANCING_MEMORY_TIERING != 0
+    }
+
+    /// Windows of scan_size in the task's RSS (task_nr_scan_windows).
+    fn task_nr_scan_windows(&self, mm: u32) -> u64 {
+        let rss = self.mms[mm as usize].rss_anon;
+        let scan_pages = self.spec.knobs.numa_scan_size_mb << 8;
+        rss.div_ceil(scan_pages).max(1)
+    }
+
+    fn task_scan_min_ms(&self, mm: u32) -> u64 {
+        let k = &self.spec.knobs;
+        let floor = 1000 * k.numa_scan_size_mb / MAX_SCAN_WINDOW_MB;
+        (k.numa_scan_period_min_ms / self.task_nr_scan_windows(mm)).max(floor)
+    }
+
+    fn task_scan_max_ms(&self, mm: u32) -> u64 {
+        let max = self.spec.knobs.numa_scan_period_max_ms / self.task_nr_scan_windows(mm);
+        max.max(self.task_scan_min_ms(mm))
+    }
+
+    /// task_tick_numa, checked whenever a user task gets the CPU: once its CPU time passes the
+    /// next stamp, the scan work runs (on its way back to user space).
+    pub fn task_tick_numa(&mut self, t: u32) {
+        if self.spec.knobs.numa_balancing == 0 {
+            return;
+        }
+        let Some(mm) = self.tasks[t as usize].mm else {
+            return;
+        };
+        let task = &self.tasks[t as usize];
+        let runtime = task.user_ns + task.sys_ns;
+        let period_ns = task.numa_scan_period_ms * NS_PER_MS;
+        if runtime <= task.node_stamp_ns + period_ns {
+            return;
+        }
+        if task.node_stamp_ns == 0 {
+            self.tasks[t as usize].numa_scan_period_ms = self.task_scan_min_ms(mm);
+        }
+        self.tasks[t as usize].node_stamp_ns += period_ns;
+        if self.clock_ns >= self.mms[mm as usize].numa_next_scan_ns {
+            self.task_numa_work(t, mm);
+        }
+    }
+
+    /// task_numa_work: marks up to scan_size of the address space PROT_NONE, from where the last
+    /// scan stopped.
+    fn task_numa_work(&mut self, t: u32, mm: u32) {
+        let start_ns = self.clock_ns;
+        let period_ms = self.tasks[t as usize].numa_scan_period_ms;
+        self.mms[mm as usize].numa_next_scan_ns = self.clock_ns + period_ms * NS_PER_MS;
+        self.tasks[t as usize].node_stamp_ns += 2 * TICK_NS;
+        let mut pages = (self.spec.knobs.numa_scan_size_mb << 8) as i64;
+        let mut virtpages = pages * 8;
+        let mut offset = self.mms[mm as usize].numa_scan_offset;
+        let mut vi = self.mms[mm as usize]
+            .vmas
+            .partition_point(|v| v.end() <= offset);
+        while pages > 0 && virtpages > 0 {
+            let Some(v) = self.mms[mm as usize].vmas.get(vi) else {
+                // Wrapped: the next scan starts a new sequence from the bottom.
+                self.mms[mm as usize].numa_scan_seq += 1;
+                offset = 0;
+                break;
+            };
+            let (vstart, vend) = (v.start, v.end());
+            let mut start = offset.max(vstart);
+            while start < vend && pages > 0 && virtpages > 0 {
+                let end = (start as u64 + pages as u64)
+                    .next_multiple_of(super::vma::HPAGE_PMD_NR as u64)
+                    .min(vend as u64) as u32;
+                let changed = self.change_prot_numa(mm, vi, start, end);
+                if changed > 0 {
+                    pages -= (end - start) as i64;
+                }
+                virtpages -= (end - start) as i64;
+                start = end;
+            }
+            offset = start;
+            if start >= vend {
+                vi += 1;
+            }
+        }
+        self.mms[mm as usize].numa_scan_offset = offset;
+        // Charge the work 32 times over to the stamp, capping the scanner's overhead (~3%).
+        let spent = self.clock_ns - start_ns;
+        self.tasks[t as usize].node_stamp_ns += 32 * spent;
+    }
+
+    /// change_prot_numa over pages [from, to) of a VMA. Returns the PTEs changed.
+    pub fn change_prot_numa(&mut self, mm: u32, vi: usize, from: u32, to: u32) -> u64 {
+        self.flush_tlb_batched_pending(mm);
+        let tiering_only = self.spec.knobs.numa_balancing == NUMA_BALANCING_MEMORY_TIERING;
+        let now_ms = self.now_ms() as u32;
+        let start = self.mms[mm as usize].vmas[vi].start;
+        let (mut changed, mut huge) = (0u64, 0u64);
+        for vpn in from..to {
+            let idx = (vpn - start) as usize;
+            let pte = self.mms[mm as usize].vmas[vi].ptes[idx];
+            if !pt::is_present(pte) || pte & pt::PROTNONE != 0 {
+                continue;
+            }
+            let folio = self.mem.head_of(pt::pfn(pte));
+            let node = self.pfn_node(folio);
+            let toptier = self.memory_tiers.node_is_toptier(node);
+            if tiering_only && toptier {
+                continue;
+            }
+            if self.mem.mapcount(folio) > 1 && self.mem.order(folio) == 0 {
+                // folio_likely_mapped_shared on a COW mapping.
+                continue;
+            }
+            if self.numa_tiering() && !toptier {
+                self.access_time_ms[folio as usize] = now_ms;
+            }
+            let p = &mut self.mms[mm as usize].vmas[vi].ptes[idx];
+            *p = (*p | pt::PROTNONE) & !pt::WRITE;
+            self.poisson_rearm(mm, vi, idx);
+            changed += 1;
+            if pte & pt::PMD != 0 && pt::pfn(pte) == folio {
+                huge += 1;
+            }
+        }
+        self.charge_time((to - from) as u64 * 2 + changed * self.hw.pte_update_ns);
+        if changed > 0 {
+            self.stat.count(Vm::NumaPteUpdates, changed);
+            self.stat.count(Vm::NumaHugePteUpdates, huge);
+            self.flush_tlb_mm_range(mm, from, (to - from) as u64, false);
+        }
+        changed
+    }
+
+    /// pgdat_free_space_enough: a zone has max(1 GiB, 1/16 of it) free above the promotion mark.
+    fn pgdat_free_space_enough(&self, node: u32) -> bool {
+        let z = &self.zones[node as usize];
+        let enough = (z.managed_pages() / 16).max(1 << (30 - 12));
+        z.nr_free_pages() > z.wmark_promo + enough
+    }
+
+    /// numa_promotion_adjust_threshold: every scan_period_max, move the hot threshold by 1/16 of
+    /// twice the default toward the rate limit.
+    fn numa_promotion_adjust_threshold(&mut self, node: u32, rate_limit_pages: u64, def_th: u64) {
+        let now = self.now_ms();
+        let period = self.spec.knobs.numa_scan_period_max_ms;
+        let p = &mut self.pgdat_numa[node as usize];
+        if now.saturating_sub(p.nbp_th_start_ms) <= period {
+            return;
+        }
+        p.nbp_th_start_ms = now;
+        let ref_cand = rate_limit_pages * period / 1000;
+        let diff = p.pgpromote_candidate - p.nbp_th_nr_cand;
+        let unit = def_th * 2 / 16;
+        let mut th = if p.nbp_threshold_ms != 0 {
+            p.nbp_threshold_ms
+        } else {
+            def_th
+        };
+        if diff * 10 > ref_cand * 11 {
+            th = th.saturating_sub(unit).max(unit);
+        } else if diff * 10 < ref_cand * 9 {
+            th = (th + unit).min(2 * def_th);
+        }
+        p.nbp_th_nr_cand = p.pgpromote_candidate;
+        p.nbp_threshold_ms = th;
+    }
+
+    /// should_numa_migrate_memory's tiering branch for a folio on a lower tier.
+    fn should_promote(&mut self, folio: FolioId, target: u32) -> bool {
+        let nr = self.mem.nr_pages(folio) as u64;
+        if self.pgdat_free_space_enough(target) {
+            self.pgdat_numa[target as usize].nbp_threshold_ms = 0;
+            return true;
+        }
+        let def_th = self.spec.knobs.numa_hot_threshold_ms;
+        let rate_limit = self.spec.knobs.promote_rate_limit_mbps << (20 - 12);
+        self.numa_promotion_adjust_threshold(target, rate_limit, def_th);
+        let th = match self.pgdat_numa[target as usize].nbp_threshold_ms {
+            0 => def_th,
+            th => th,
+        };
+        let now = self.now_ms() as u32;
+        let stamp = std::mem::replace(&mut self.access_time_ms[folio as usize], now);
+        if now.wrapping_sub(stamp) as u64 >= th {
+            return false;
+        }
+        // numa_promotion_rate_limit: candidates are counted before the limit is applied.
+        let now_ms = self.now_ms();
+        let p = &mut self.pgdat_numa[target as usize];
+        p.pgpromote_candidate += nr;
+        self.stat.count(Vm::PgpromoteCandidate, nr);
+        if now_ms.saturating_sub(p.nbp_rl_start_ms) > 1000 {
+            p.nbp_rl_start_ms = now_ms;
+            p.nbp_rl_nr_cand = p.pgpromote_candidate;
+        }
+        p.pgpromote_candidate - p.nbp_rl_nr_cand < rate_limit
+    }
+
+    /// do_numa_page: a hint fault on a PROT_NONE PTE at `vpn`.
+    pub fn do_numa_page(&mut self, mm: u32, vi: usize, vpn: u32) {
+        let idx = (vpn - self.mms[mm as usize].vmas[vi].start) as usize;
+        let pte = self.mms[mm as usize].vmas[vi].ptes[idx];
+        let folio = self.mem.head_of(pt::pfn(pte));
+        let nid = self.pfn_node(folio);
+        let this_node = self.task_node();
+        self.stat.count(Vm::NumaHintFaults, 1);
+        if nid == this_node {
+            self.stat.count(Vm::NumaHintFaultsLocal, 1);
+        }
+        let target = if nid == this_node {
+            None
+        } else if self.numa_tiering() && !self.memory_tiers.node_is_toptier(nid) {
+            self.should_promote(folio, this_node).then_some(this_node)
+        } else if self.spec.knobs.numa_balancing & NUMA_BALANCING_NORMAL != 0 {
+            Some(this_node)
+        } else {
+            None
+        };
+        if let Some(target) = target {
+            if self.migrate_misplaced_folio(folio, target) {
+                self.task_numa_fault_migrated(mm);
+                return;
+            }
+        }
+        // Restore the PTE: accessible again, writable if the anonymous folio is exclusive.
+        let p = &mut self.mms[mm as usize].vmas[vi].ptes[idx];
+        *p &= !pt::PROTNONE;
+        if self.mem.mapcount(folio) == 1 || self.mem.order(folio) > 0 {
+            *p |= pt::WRITE;
+        }
+        self.charge_time(self.hw.pte_update_ns);
+    }
+
+    /// migrate_misplaced_folio_prepare + migrate_misplaced_folio. True if the folio moved.
+    fn migrate_misplaced_folio(&mut self, folio: FolioId, target: u32) -> bool {
+        let nr = self.mem.nr_pages(folio) as u64;
+        let z = &self.zones[target as usize];
+        if !z.watermark_ok(0, z.wmark_high + nr) {
+            if self.numa_tiering() {
+                self.wakeup_kswapd(target);
+            }
+            return false;
+        }
+        if !self.mem.test(folio, pg::LRU) || self.mem.test(folio, pg::SWAPCACHE) {
+            return false;
+        }
+        self.lruvec_del_folio(folio);
+        let src_node = self.pfn_node(folio);
+        let mut list = vec![folio];
+        let moved = self.migrate_pages(&mut list, target, MigrateReason::NumaMisplaced);
+        for f in list {
+            self.folio_add_lru(f);
+        }
+        if moved == 0 {
+            return false;
+        }
+        self.stat.count(Vm::NumaPagesMigrated, moved);
+        if !self.memory_tiers.node_is_toptier(src_node) && self.memory_tiers.node_is_toptier(target)
+        {
+            self.stat.count(Vm::PgpromoteSuccess, moved);
+        }
+        true
+    }
+
+    /// task_numa_fault for a promoted folio: in tiering mode it is neither local nor shared, so
+    /// task_numa_placement doubles the scan period, once per scan sequence.
+    fn task_numa_fault_migrated(&mut self, mm: u32) {
+        let t = self.current as usize;
+        let seq = self.mms[mm as usize].numa_scan_seq;
+        if self.tasks[t].numa_scan_seq == seq {
+            return;
+        }
+        self.tasks[t].numa_scan_seq = seq;
+        let max = self.task_scan_max_ms(mm);
+        let task = &mut self.tasks[t];
+        task.numa_scan_period_ms = (task.numa_scan_period_ms * 2).min(max);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::mm::folio::content;
+
+    /// Node 0: 2 CPUs of DRAM; node 1: a CPU-less lower tier. One task, whose mm is also live
+    /// on CPU 1 (as if a second thread ran there).
+    fn boot(profile: &str) -> (Kernel, u32, u32) {
+        let toml = r#"
+name = "t"
+[[machine.node]]
+memory = "256M"
+cpus = 2
+[[machine.node]]
+memory = "256M"
+cpus = 0
+tier = "cxl"
+[knobs]
+"/proc/sys/kernel/numa_balancing" = "2"
+"/sys/kernel/mm/numa/demotion_enabled" = "1"
+"/sys/kernel/mm/transparent_hugepage/enabled" = "never"
+[[task]]
+name = "t"
+ops = [{ op = "mmap", region = "a", size = "4M" }]
+"#;
+        let scenario = crate::scenario::parse::parse_str(toml, "test.toml").unwrap();
+        let spec = crate::scenario::parse::resolve(&scenario, profile, None, &[], 1, true).unwrap();
+        let mut k = Kernel::boot(&spec).unwrap();
+        let t = k.tasks.iter().position(|t| t.is_user()).unwrap() as u32;
+        let mm = k.tasks[t as usize].mm.unwrap();
+        k.current = t;
+        k.current_cpu = 0;
+        k.switch_to(0, t);
+        k.mms[mm as usize].cpumask.set(1);
+        k.cpu_tlbs[1].loaded_mm = mm;
+        k.cpu_tlbs[1].lazy = false;
+        (k, t, mm)
+    }
+
+    /// Maps `n` written pages; returns their first vpn.
+    fn written_pages(k: &mut Kernel, mm: u32, n: u32) -> u32 {
+        let start = k.mmap_anon(mm, n);
+        for vpn in start..start + n {
+            k.touch(mm, vpn, true, content::DATA_DEFAULT).unwrap();
+        }
+        start
+    }
+
+    fn pte(k: &Kernel, mm: u32, vpn: u32) -> pt::Pte {
+        let vi = k.mms[mm as usize].find_vma(vpn).unwrap();
+        k.mms[mm as usize].vmas[vi].ptes[(vpn - k.mms[mm as usize].vmas[vi].start) as usize]
+    }
+
+    fn demote(k: &mut Kernel, mm: u32, vpn: u32) -> u64 {
+        let folio = k.mem.head_of(pt::pfn(pte(k, mm, vpn)));
+        k.lruvec_del_folio(folio);
+        let mut list = vec![folio];
+        k.migrate_pages(&mut list, 1, MigrateReason::Demotion)
+    }
+
+    #[test]
+    fn hint_fault_promotion_needs_no_remote_flush_but_demotion_does() {
+        let (mut k, _, mm) = boot("v6.9");
+        let vpn = written_pages(&mut k, mm, 1);
+        assert_eq!(k.pfn_node(pt::pfn(pte(&k, mm, vpn))), 0);
+        // Demotion clears a PTE the TLB of CPU 1 may hold: one batched flush with an IPI.
+        assert_eq!(demote(&mut k, mm, vpn), 1);
+        assert_eq!(k.stat.get(Vm::NrTlbRemoteFlush), 1);
+        assert_eq!(k.stat.get(Vm::NrTlbRemoteFlushReceived), 1);
+        assert_eq!(k.pfn_node(pt::pfn(pte(&k, mm, vpn))), 1);
+        // The scan makes it PROT_NONE (and flushes, as change_protection does).
+        let vi = k.mms[mm as usize].find_vma(vpn).unwrap();
+        assert_eq!(k.change_prot_numa(mm, vi, vpn, vpn + 1), 1);
+        assert!(pte(&k, mm, vpn) & pt::PROTNONE != 0);
+        assert_eq!(k.stat.get(Vm::NumaPteUpdates), 1);
+        let flushes = k.stat.get(Vm::NrTlbRemoteFlush);
+        // The hint fault promotes it; the PROT_NONE PTE was not accessible, so nothing is flushed.
+        k.touch(mm, vpn, false, 0).unwrap();
+        assert_eq!(k.stat.get(Vm::NumaHintFaults), 1);
+        assert_eq!(k.stat.get(Vm::PgpromoteSuccess), 1);
+        assert_eq!(k.pfn_node(pt::pfn(pte(&k, mm, vpn))), 0);
+        assert_eq!(k.stat.get(Vm::NrTlbRemoteFlush), flushes);
+        assert!(pt::is_accessible(pte(&k, mm, vpn)));
+        // A migration entry made from the read-only PROT_NONE PTE maps the copy read-only.
+        assert_eq!(pte(&k, mm, vpn) & pt::WRITE, 0);
+    }
+
+    #[test]
+    fn scan_skips_top_tier_folios_in_tiering_mode() {
+        let (mut k, _, mm) = boot("v6.9");
+        let vpn = written_pages(&mut k, mm, 4);
+        let vi = k.mms[mm as usize].find_vma(vpn).unwrap();
+        assert_eq!(k.change_prot_numa(mm, vi, vpn, vpn + 4), 0);
+        assert_eq!(k.stat.get(Vm::NrTlbRemoteFlush), 0);
+        demote(&mut k, mm, vpn + 2);
+        assert_eq!(k.change_prot_numa(mm, vi, vpn, vpn + 4), 1);
+    }
+
+    #[test]
+    fn migrc_keeps_clean_read_only_sources_until_a_later_flush_covers_them() {
+        let (mut k, _, mm) = boot("v6.9+migrc");
+        let vpn = written_pages(&mut k, mm, 2);
+        let vi = k.mms[mm as usize].find_vma(vpn).unwrap();
+        let start = k.mms[mm as usize].vmas[vi].start;
+        let idx = (vpn - start) as usize;
+        // A clean, read-only mapping (as a hint-fault migration leaves it).
+        k.mms[mm as usize].vmas[vi].ptes[idx] &= !(pt::WRITE | pt::DIRTY);
+        let free_before = k.zones[0].nr_free_pages();
+        assert_eq!(demote(&mut k, mm, vpn), 1);
+        assert_eq!(k.stat.get(Vm::NrTlbRemoteFlush), 0, "the flush is deferred");
+        assert_eq!(k.migrc.folios.len(), 1);
+        assert_eq!(k.zones[0].migrc_pending_nr, 1);
+        // The source stays allocated, but counts as free for watermarks.
+        assert_eq!(k.zones[0].nr_free_pages(), free_before);
+        // A dirty page's demotion flushes now, and that flush retires the kept source.
+        assert_eq!(demote(&mut k, mm, vpn + 1), 1);
+        assert_eq!(k.stat.get(Vm::NrTlbRemoteFlush), 1);
+        assert!(k.migrc.folios.is_empty());
+        assert_eq!(k.zones[0].migrc_pending_nr, 0);
+        assert_eq!(k.zones[0].nr_free_pages(), free_before + 2);
+    }
+
+    #[test]
+    fn migrc_does_not_defer_when_migration_keeps_the_dirty_bit() {
+        let (mut k, _, mm) = boot("v6.9+migrc");
+        let vpn = written_pages(&mut k, mm, 1);
+        // Written: dirty and writable. Not a MIGRC candidate.
+        assert_eq!(demote(&mut k, mm, vpn), 1);
+        assert_eq!(k.stat.get(Vm::NrTlbRemoteFlush), 1);
+        assert!(k.migrc.folios.is_empty());
+        // With swap_migration_ad_supported the copy's PTE stays dirty (and writable here).
+        let p = pte(&k, mm, vpn);
+        assert!(p & pt::DIRTY != 0 && p & pt::WRITE != 0);
+    }
+
+    #[test]
+    fn write_protect_fault_forces_migrc_flush() {
+        let (mut k, _, mm) = boot("v6.9+migrc");
+        let vpn = written_pages(&mut k, mm, 2);
+        let vi = k.mms[mm as usize].find_vma(vpn).unwrap();
+        let idx = (vpn - k.mms[mm as usize].vmas[vi].start) as usize;
+        k.mms[mm as usize].vmas[vi].ptes[idx] &= !(pt::WRITE | pt::DIRTY);
+        k.mms[mm as usize].vmas[vi].ptes[idx + 1] &= !pt::WRITE;
+        demote(&mut k, mm, vpn);
+        assert_eq!(k.migrc.folios.len(), 1);
+        // Writing a read-only page takes do_wp_page, which gives MIGRC's pending flush up.
+        k.touch(mm, vpn + 1, true, content::DATA_DEFAULT).unwrap();
+        assert!(k.migrc.folios.is_empty());
+        assert_eq!(k.stat.get(Vm::NrTlbRemoteFlush), 1);
+    }
+}

@@ -1,0 +1,436 @@
+//! TLBs and TLB shootdowns: per-CPU TLBs, mm_cpumask, local and remote (IPI) flushes, the batched
+//! unmap flush and its pending generation.
+//!
+//! Models arch/x86/mm/tlb.c (v6.7 era: flush_tlb_mm_range with tlb_single_page_flush_ceiling,
+//! native_flush_tlb_multi with the lazy-TLB condition, flush_tlb_func, arch_tlbbatch_flush, the four
+//! DEBUG_TLBFLUSH counters) and the batch helpers of mm/rmap.c (should_defer_flush,
+//! set_tlb_ubc_flush_pending, try_to_unmap_flush[_dirty], flush_tlb_batched_pending). mm_cpumask
+//! follows v6.7: a CPU joins when it switches to the mm, leaves when it switches to another user
+//! mm, and stays (lazy) under a kernel thread. Each CPU's TLB is one direct-mapped array of 4K
+//! and 2M translations tagged by mm; a full flush invalidates it all, an INVLPG one entry.
+//! Left out: PCID/ASID recycling, the v6.14+ lazy cpumask trimming, KVM's paravirtual flush
+//! (preempted vCPUs skipped), the iTLB beyond a fixed number of code pages refilled after a full
+//! flush, and flushes of kernel mappings (flush_tlb_one_kernel).
+
+use super::Kernel;
+use crate::stats::Vm;
+
+pub const MAX_CPUS: usize = 256;
+/// Above this many pages a range flush becomes a full flush (tlb_single_page_flush_ceiling).
+pub const TLB_SINGLE_PAGE_FLUSH_CEILING: u64 = 33;
+pub const NO_MM: u32 = u32::MAX;
+
+/// A set of CPUs (struct cpumask).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CpuMask([u64; MAX_CPUS / 64]);
+
+impl CpuMask {
+    #[inline]
+    pub fn set(&mut self, cpu: u32) {
+        self.0[cpu as usize / 64] |= 1 << (cpu % 64);
+    }
+    #[inline]
+    pub fn clear(&mut self, cpu: u32) {
+        self.0[cpu as usize / 64] &= !(1 << (cpu % 64));
+    }
+    #[inline]
+    pub fn test(&self, cpu: u32) -> bool {
+        self.0[cpu as usize / 64] & (1 << (cpu % 64)) != 0
+    }
+    pub fn or(&mut self, other: &CpuMask) {
+        for (a, b) in self.0.iter_mut().zip(other.0.iter()) {
+            *a |= b;
+        }
+    }
+    /// Removes `other`'s CPUs; true if any CPU is left (arch_tlbbatch_done).
+    pub fn andnot(&mut self, other: &CpuMask) -> bool {
+        for (a, b) in self.0.iter_mut().zip(other.0.iter()) {
+            *a &= !b;
+        }
+        !self.is_empty()
+    }
+    pub fn is_empty(&self) -> bool {
+        self.0.iter().all(|w| *w == 0)
+    }
+    /// Does the mask hold a CPU other than `cpu`?
+    pub fn has_other_than(&self, cpu: u32) -> bool {
+        let mut m = *self;
+        m.clear(cpu);
+        !m.is_empty()
+    }
+    pub fn iter(&self) -> impl Iterator<Item = u32> + '_ {
+        self.0.iter().enumerate().flat_map(|(w, &bits)| {
+            (0..64u32)
+                .filter(move |b| bits & (1 << b) != 0)
+                .map(move |b| w as u32 * 64 + b)
+        })
+    }
+}
+
+/// One CPU's address-space and TLB state.
+pub struct CpuTlb {
+    /// The user mm whose page tables are loaded (kept under a kernel thread: lazy TLB).
+    pub loaded_mm: u32,
+    pub lazy: bool,
+    /// The task last run here, which pays for interrupts this CPU receives.
+    pub last_task: u32,
+    /// After a full flush the code's translations must be refilled.
+    pub itlb_cold: bool,
+    /// A flush skipped this CPU while lazy: it flushes when it switches back (tlb_gen check).
+    pub stale: bool,
+    gen: u64,
+    tags: Vec<u64>,
+}
+
+const TAG_INVALID: u64 = u64::MAX;
+const TAG_HUGE: u64 = 1 << 56;
+/// A tag is the vpn (bits 0-31), the mm (32-55), the huge bit (56) and the flush generation
+/// (57-63): a full flush bumps the generation instead of clearing every entry.
+const GEN_SHIFT: u32 = 57;
+const GEN_MASK: u64 = (1 << (64 - GEN_SHIFT)) - 1;
+
+#[inline]
+fn tag_of(mm: u32, vpn: u32, huge: bool) -> u64 {
+    let mm = (mm as u64 & 0xff_ffff) << 32;
+    if huge {
+        TAG_HUGE | mm | (vpn >> 9) as u64
+    } else {
+        mm | vpn as u64
+    }
+}
+
+impl CpuTlb {
+    pub fn new(entries: usize) -> CpuTlb {
+        CpuTlb {
+            loaded_mm: NO_MM,
+            lazy: true,
+            last_task: u32::MAX,
+            itlb_cold: true,
+            stale: false,
+            gen: 0,
+            tags: vec![TAG_INVALID; entries.max(1)],
+        }
+    }
+
+    #[inline]
+    fn slot(&self, tag: u64) -> usize {
+        // Fibonacci hashing spreads neighbouring pages over the sets, as the STLB's index bits do.
+        ((tag.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 32) % self.tags.len() as u64) as usize
+    }
+
+    /// Looks up and fills the translation; true on a hit.
+    #[inline]
+    pub fn access(&mut self, mm: u32, vpn: u32, huge: bool) -> bool {
+        let tag = tag_of(mm, vpn, huge);
+        let s = self.slot(tag);
+        let tag = tag | self.gen << GEN_SHIFT;
+        let hit = self.tags[s] == tag;
+        self.tags[s] = tag;
+        hit
+    }
+
+    /// Where a translation would sit, for prefetching.
+    #[inline]
+    pub fn entry(&self, mm: u32, vpn: u32) -> &u64 {
+        &self.tags[self.slot(tag_of(mm, vpn, false))]
+    }
+
+    pub fn flush_all(&mut self) {
+        self.gen = (self.gen + 1) & GEN_MASK;
+        if self.gen == 0 {
+            self.tags.fill(TAG_INVALID);
+        }
+        self.itlb_cold = true;
+    }
+
+    pub fn flush_one(&mut self, mm: u32, vpn: u32) {
+        for huge in [false, true] {
+            let tag = tag_of(mm, vpn, huge);
+            let s = self.slot(tag);
+            if self.tags[s] == tag | self.gen << GEN_SHIFT {
+                self.tags[s] = TAG_INVALID;
+            }
+        }
+    }
+}
+
+/// Pending flush of PTEs cleared under TTU_BATCH_FLUSH (struct tlbflush_unmap_batch).
+#[derive(Default, Clone, Copy, Debug)]
+pub struct TlbBatch {
+    pub flush_required: bool,
+    /// A cleared PTE was dirty: flush before writing the folio out.
+    pub writable: bool,
+    pub cpumask: CpuMask,
+}
+
+impl TlbBatch {
+    /// fold_ubc: moves `src`'s pending flush into `self`.
+    pub fn fold(&mut self, src: &mut TlbBatch) {
+        if src.flush_required {
+            self.cpumask.or(&src.cpumask);
+            self.writable |= src.writable;
+            self.flush_required = true;
+        }
+        *src = TlbBatch::default();
+    }
+}
+
+/// What a flush covers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FlushRange {
+    All,
+    /// One page of one mm.
+    Page {
+        mm: u32,
+        vpn: u32,
+    },
+}
+
+impl Kernel {
+    /// switch_mm_irqs_off / enter_lazy_tlb: task `t` starts running on `cpu`.
+    pub fn switch_to(&mut self, cpu: u32, t: u32) {
+        let mm = self.tasks[t as usize].mm;
+        let c = &mut self.cpu_tlbs[cpu as usize];
+        c.last_task = t;
+        match mm {
+            None => c.lazy = true,
+            Some(mm) => {
+                let prev = c.loaded_mm;
+                if std::mem::take(&mut c.stale) {
+                    c.flush_all();
+                }
+                c.loaded_mm = mm;
+                c.lazy = false;
+                if prev != mm {
+                    if prev != NO_MM {
+                        self.mms[prev as usize].cpumask.clear(cpu);
+                    }
+                    self.mms[mm as usize].cpumask.set(cpu);
+                }
+            }
+        }
+    }
+
+    /// A task's mm goes away: no CPU keeps it loaded.
+    pub fn tlb_exit_mm(&mut self, mm: u32) {
+        for c in self.cpu_tlbs.iter_mut() {
+            if c.loaded_mm == mm {
+                c.loaded_mm = NO_MM;
+                c.lazy = true;
+            }
+        }
+        self.mms[mm as usize].cpumask = CpuMask::default();
+    }
+
+    /// A data access through the current CPU's TLB; returns its cost beyond the memory access.
+    #[inline]
+    pub fn tlb_access(&mut self, mm: u32, vpn: u32, huge: bool, write: bool) -> u64 {
+        let cpu = self.current_cpu as usize;
+        if self.cpu_tlbs[cpu].access(mm, vpn, huge) {
+            return 0;
+        }
+        self.stat.count(
+            if write {
+                Vm::DtlbStoreMisses
+            } else {
+                Vm::DtlbLoadMisses
+            },
+            1,
+        );
+        self.hw.page_walk_ns
+    }
+
+    /// The program's code translations, refilled on the first run after a full flush.
+    pub fn itlb_refill(&mut self) -> u64 {
+        let cpu = self.current_cpu as usize;
+        if !std::mem::take(&mut self.cpu_tlbs[cpu].itlb_cold) {
+            return 0;
+        }
+        let n = self.hw.itlb_code_pages;
+        self.stat.count(Vm::ItlbLoadMisses, n);
+        n * self.hw.page_walk_ns
+    }
+
+    /// flush_tlb_func on `cpu` for a flush from the current CPU. Counts and charges it.
+    fn flush_tlb_func(&mut self, cpu: u32, range: FlushRange) {
+        let local = cpu == self.current_cpu;
+        let c = &mut self.cpu_tlbs[cpu as usize];
+        if !local {
+            self.stat.count(Vm::NrTlbRemoteFlushReceived, 1);
+            let t = c.last_task;
+            if let Some(task) = self.tasks.get_mut(t as usize) {
+                task.pending_irq_ns += self.hw.tlb_flush_ipi_receive_ns;
+            }
+        }
+        let c = &mut self.cpu_tlbs[cpu as usize];
+        if c.loaded_mm == NO_MM {
+            return;
+        }
+        match range {
+            FlushRange::Page { mm, vpn } => {
+                c.flush_one(mm, vpn);
+                if local {
+                    self.stat.count(Vm::NrTlbLocalFlushOne, 1);
+                    self.charge_time(self.hw.tlb_flush_local_one_ns);
+                }
+            }
+            FlushRange::All => {
+                c.flush_all();
+                if local {
+                    self.stat.count(Vm::NrTlbLocalFlushAll, 1);
+                    self.charge_time(self.hw.tlb_flush_local_all_ns);
+                }
+            }
+        }
+    }
+
+    /// native_flush_tlb_multi: an IPI to each CPU of `mask` that is not lazy (or to all with
+    /// `freed_tables`); the initiator runs the flush itself when it is in the mask.
+    fn flush_tlb_multi(&mut self, mask: &CpuMask, range: FlushRange, freed_tables: bool) {
+        self.stat.count(Vm::NrTlbRemoteFlush, 1);
+        self.charge_time(self.hw.tlb_flush_ipi_send_ns);
+        for cpu in mask.iter() {
+            if freed_tables || !self.cpu_tlbs[cpu as usize].lazy {
+                self.flush_tlb_func(cpu, range);
+            } else {
+                self.cpu_tlbs[cpu as usize].stale = true;
+            }
+        }
+    }
+
+    /// flush_tlb_mm_range over `nr_pages` pages from `vpn` of `mm`.
+    pub fn flush_tlb_mm_range(&mut self, mm: u32, vpn: u32, nr_pages: u64, freed_tables: bool) {
+        let range = if nr_pages == 1 && !freed_tables {
+            FlushRange::Page { mm, vpn }
+        } else {
+            FlushRange::All
+        };
+        let mask = self.mms[mm as usize].cpumask;
+        let cpu = self.current_cpu;
+        if mask.has_other_than(cpu) {
+            self.flush_tlb_multi(&mask, range, freed_tables);
+        } else if self.cpu_tlbs[cpu as usize].loaded_mm == mm {
+            if nr_pages > 1 && nr_pages <= TLB_SINGLE_PAGE_FLUSH_CEILING && !freed_tables {
+                // INVLPG of each page, counted per page.
+                for i in 0..nr_pages as u32 {
+                    self.flush_tlb_func(cpu, FlushRange::Page { mm, vpn: vpn + i });
+                }
+            } else {
+                self.flush_tlb_func(cpu, range);
+            }
+        }
+    }
+
+    /// flush_tlb_mm: everything of `mm`, page tables included.
+    pub fn flush_tlb_mm(&mut self, mm: u32) {
+        self.flush_tlb_mm_range(mm, 0, u64::MAX, true);
+    }
+
+    /// should_defer_flush: batch only when the mm may be live on another CPU.
+    pub fn should_defer_flush(&self, mm: u32) -> bool {
+        self.mms[mm as usize]
+            .cpumask
+            .has_other_than(self.current_cpu)
+    }
+
+    /// The flush for one PTE cleared by an unmap (`pte` is its old value): deferred into the
+    /// task's batch, or done now as ptep_clear_flush does. Nothing for an inaccessible PTE.
+    pub fn unmap_flush_pte(&mut self, mm: u32, vpn: u32, pte: super::pagetable::Pte) {
+        use super::pagetable as pt;
+        if !pt::is_accessible(pte) {
+            return;
+        }
+        if self.should_defer_flush(mm) {
+            let dirty = pte & pt::DIRTY != 0;
+            let mask = self.mms[mm as usize].cpumask;
+            let b = if self.migrc_ro_batch_active() && pte & (pt::DIRTY | pt::WRITE) == 0 {
+                &mut self.migrc.tlb_ubc_ro
+            } else {
+                if self.migrc_ro_batch_active() {
+                    self.migrc.can_migrc = false;
+                }
+                &mut self.tlb_batch
+            };
+            b.cpumask.or(&mask);
+            b.flush_required = true;
+            b.writable |= dirty;
+            self.mms[mm as usize].tlb_flush_batched_pending += 1;
+        } else {
+            self.flush_tlb_mm_range(mm, vpn, 1, false);
+        }
+    }
+
+    /// arch_tlbbatch_flush of a batch (the mask is left for the caller, as MIGRC needs it).
+    pub fn arch_tlbbatch_flush(&mut self, batch: &TlbBatch) {
+        let cpu = self.current_cpu;
+        if batch.cpumask.has_other_than(cpu) {
+            self.flush_tlb_multi(&batch.cpumask, FlushRange::All, false);
+        } else if batch.cpumask.test(cpu) {
+            self.flush_tlb_func(cpu, FlushRange::All);
+        }
+    }
+
+    /// try_to_unmap_flush: one flush for every PTE deferred since the last one. With MIGRC the
+    /// flushed CPUs also retire pending migrations.
+    pub fn try_to_unmap_flush(&mut self) {
+        let b = std::mem::take(&mut self.tlb_batch);
+        if !b.flush_required {
+            return;
+        }
+        self.arch_tlbbatch_flush(&b);
+        self.migrc_flush_end(&b.cpumask);
+    }
+
+    /// try_to_unmap_flush_dirty: flush before writeback if a dirty PTE was cleared.
+    pub fn try_to_unmap_flush_dirty(&mut self) {
+        if self.tlb_batch.writable {
+            self.try_to_unmap_flush();
+        }
+    }
+
+    /// flush_tlb_batched_pending: the first page-table change after a batched unmap of `mm`
+    /// flushes the whole mm, once per generation.
+    pub fn flush_tlb_batched_pending(&mut self, mm: u32) {
+        let m = &mut self.mms[mm as usize];
+        if m.tlb_flush_batched_pending != m.tlb_flush_batched_flushed {
+            m.tlb_flush_batched_flushed = m.tlb_flush_batched_pending;
+            self.flush_tlb_mm(mm);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cpumask_set_ops() {
+        let mut a = CpuMask::default();
+        a.set(3);
+        a.set(70);
+        assert!(a.test(3) && a.test(70) && !a.test(4));
+        assert_eq!(a.iter().collect::<Vec<_>>(), vec![3, 70]);
+        assert!(a.has_other_than(3));
+        let mut b = CpuMask::default();
+        b.set(70);
+        assert!(a.andnot(&b));
+        assert!(!a.has_other_than(3));
+        assert!(!a.andnot(&a.clone()));
+    }
+
+    #[test]
+    fn tlb_hits_after_fill_and_misses_after_flush() {
+        let mut t = CpuTlb::new(64);
+        assert!(!t.access(1, 100, false));
+        assert!(t.access(1, 100, false));
+        // Another mm's page at the same address is a different translation.
+        assert!(!t.access(2, 100, false));
+        t.flush_one(1, 100);
+        assert!(!t.access(1, 100, false));
+        t.flush_all();
+        assert!(!t.access(1, 100, false));
+        // A 2M translation covers all of its pages.
+        assert!(!t.access(1, 512, true));
+        assert!(t.access(1, 1000, true));
+    }
+}
