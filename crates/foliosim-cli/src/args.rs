@@ -1,10 +1,13 @@
-//! Command-line arguments, parsed by hand (no dependency): `run`, `reproduce`, `list`.
+//! Command-line arguments, parsed by hand (no dependency): `run`, `reproduce`, `list`; the
+//! live commands' arguments are parsed in `kernel_run`.
 
 use std::path::PathBuf;
 
 pub const USAGE: &str = "\
 usage: foliosim run SCENARIO.toml [--profile P]... [--variant V]... [--set PATH=VALUE]... [--seed N] [--json FILE] [--check]
        foliosim reproduce [NAME|all] [--seed N] [--json FILE] [--check]
+       foliosim kernel-run SCENARIO.toml [--variant V]... [--set PATH=VALUE]... [--json FILE]
+       foliosim validate SCENARIO.toml [--variant V]... [--set PATH=VALUE]... [--profile P] [--seed N] [--json FILE]
        foliosim list
        foliosim --help | --version";
 
@@ -20,6 +23,11 @@ commands:
     --json FILE         write the full results as JSON
     --check             run the invariant checker (slower)
   reproduce [NAME|all]  run bundled published experiments and print them beside the published figures
+  kernel-run SCENARIO   play the scenario on the running kernel (root): sets its knobs, adds zram
+                        swap and cgroups, runs kernel-bench programs, reads the kernel's counters,
+                        then restores every knob and removes what it made (also on failure or ^C)
+  validate SCENARIO     the simulator (profile matching the running kernel, or --profile) and the
+                        live kernel side by side, with ratios
   list                  list scenarios, profiles, features and knobs";
 
 pub const DEFAULT_SEED: u64 = 1;
@@ -28,6 +36,8 @@ pub const DEFAULT_SEED: u64 = 1;
 pub enum Command {
     Run(RunArgs),
     Reproduce(ReproduceArgs),
+    KernelRun(crate::kernel_run::LiveArgs),
+    Validate(crate::kernel_run::LiveArgs),
     List,
     Help,
     Version,
@@ -119,12 +129,18 @@ pub fn parse(items: Vec<String>) -> Result<Command, ArgError> {
         }
         "run" => parse_run(&mut args).map(Command::Run),
         "reproduce" => parse_reproduce(&mut args).map(Command::Reproduce),
+        "kernel-run" => {
+            crate::kernel_run::parse_args(&args.items[args.next..], false).map(Command::KernelRun)
+        }
+        "validate" => {
+            crate::kernel_run::parse_args(&args.items[args.next..], true).map(Command::Validate)
+        }
         other => Err(ArgError::Usage(format!("unknown command {other:?}"))),
     }
 }
 
 /// A flag split from its inline value: `--seed=3` -> ("--seed", Some("3")).
-fn split_flag(arg: &str) -> (String, Option<String>) {
+pub(crate) fn split_flag(arg: &str) -> (String, Option<String>) {
     match arg.split_once('=') {
         Some((flag, value)) if arg.starts_with("--") => (flag.to_string(), Some(value.to_string())),
         _ => (arg.to_string(), None),

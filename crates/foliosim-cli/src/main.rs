@@ -1,12 +1,16 @@
 //! The `foliosim` command: run scenarios under kernel profiles and compare them, reproduce the
 //! bundled published experiments, list what is available.
 //!
-//! Exit status: 0 success, 1 a broken simulator invariant (`--check`), 2 bad input or usage.
+//! Exit status: 0 success, 1 a broken simulator invariant (`--check`) or a failed live run,
+//! 2 bad input or usage, 3 a live run this machine cannot do, 128+N a live run stopped by signal N.
 
 mod args;
+mod kernel_run;
+mod live;
 mod output;
 mod progress;
 mod table;
+mod validate;
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -23,6 +27,8 @@ enum Failure {
     Input(InputError),
     /// The invariant checker fired: a simulator bug. Exit 1.
     Check(String),
+    /// A live run could not be done (status 3), failed (1) or was interrupted (128 + signal).
+    Live { message: String, status: i32 },
 }
 
 impl From<InputError> for Failure {
@@ -51,6 +57,8 @@ fn main() {
         }
         Ok(Command::Run(run_args)) => run(&run_args),
         Ok(Command::Reproduce(repro_args)) => reproduce(&repro_args),
+        Ok(Command::KernelRun(live_args)) => kernel_run::kernel_run(&live_args),
+        Ok(Command::Validate(live_args)) => validate::validate(&live_args),
         Err(ArgError::Usage(message)) => {
             eprintln!("foliosim: {message}\n{}", args::USAGE);
             std::process::exit(2);
@@ -74,6 +82,10 @@ fn main() {
         Err(Failure::Check(message)) => {
             eprintln!("foliosim: {message}");
             std::process::exit(1);
+        }
+        Err(Failure::Live { message, status }) => {
+            eprintln!("foliosim: {}", one_line(&message));
+            std::process::exit(status);
         }
     }
 }
@@ -192,24 +204,55 @@ fn resolve_all(
     Ok(specs)
 }
 
+/// Runs every spec, as many at once as the machine has cores (each run is deterministic on its
+/// own, so the results do not depend on how they were spread). Results keep the specs' order.
 fn run_all(scenario: &Scenario, specs: &[RunSpec]) -> Result<Vec<RunResult>, Failure> {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Mutex;
+    let label = format!("{} ({} runs)", scenario.name, specs.len());
+    let bar = Mutex::new(progress::Progress::new(label));
+    let fractions = Mutex::new(vec![0.0; specs.len()]);
+    let next = AtomicUsize::new(0);
+    let results: Vec<Mutex<Option<Result<RunResult, RunError>>>> =
+        specs.iter().map(|_| Mutex::new(None)).collect();
+    let workers = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(specs.len())
+        .max(1);
+    std::thread::scope(|scope| {
+        for _ in 0..workers {
+            scope.spawn(|| loop {
+                let index = next.fetch_add(1, Ordering::Relaxed);
+                let Some(spec) = specs.get(index) else {
+                    break;
+                };
+                let result = foliosim::run(spec, &mut |fraction| {
+                    let mut f = fractions.lock().unwrap_or_else(|e| e.into_inner());
+                    f[index] = fraction;
+                    let mean = f.iter().sum::<f64>() / f.len() as f64;
+                    drop(f);
+                    bar.lock().unwrap_or_else(|e| e.into_inner()).update(mean);
+                });
+                *results[index].lock().unwrap_or_else(|e| e.into_inner()) = Some(result);
+            });
+        }
+    });
+    bar.into_inner().unwrap_or_else(|e| e.into_inner()).finish();
     let mut runs = Vec::with_capacity(specs.len());
-    for (index, spec) in specs.iter().enumerate() {
-        let label = match &spec.variant {
-            Some(v) => format!("{} {}/{v}", scenario.name, spec.profile.name),
-            None => format!("{} {}", scenario.name, spec.profile.name),
-        };
-        let mut bar = progress::Progress::new(format!("[{}/{}] {label}", index + 1, specs.len()));
-        let result = foliosim::run(spec, &mut |fraction| bar.update(fraction));
-        bar.finish();
-        match result {
+    for (spec, result) in specs.iter().zip(results) {
+        let result = result.into_inner().unwrap_or_else(|e| e.into_inner());
+        match result.expect("every spec was run") {
             Ok(r) => runs.push(r),
             Err(RunError::Input(e)) => return Err(Failure::Input(e)),
             Err(e @ RunError::Check(_)) => {
+                let label = match &spec.variant {
+                    Some(v) => format!("{} {}/{v}", scenario.name, spec.profile.name),
+                    None => format!("{} {}", scenario.name, spec.profile.name),
+                };
                 return Err(Failure::Check(format!(
                     "{}: {label} seed {}: {e}",
                     scenario.file, spec.seed
-                )))
+                )));
             }
         }
     }

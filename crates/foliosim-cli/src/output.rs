@@ -8,15 +8,22 @@ use foliosim::{InputError, RunResult, Scenario};
 /// `{"foliosim_version", "scenario", "runs", "published"}` in that key order, pretty-printed.
 /// serde_json's own maps sort their keys, so the top level is assembled by hand.
 pub fn document(scenario: &Scenario, runs: &[RunResult]) -> Result<String, String> {
-    // serde's trait is not nameable here (no direct serde dependency), so one call per type
-    let err = |e: serde_json::Error| e.to_string();
+    let runs = runs
+        .iter()
+        .map(|r| run_json(r, None))
+        .collect::<Result<Vec<_>, _>>()?;
+    document_of(scenario, &runs)
+}
+
+/// The document from runs already encoded, each a pretty-printed JSON object.
+pub fn document_of(scenario: &Scenario, runs: &[String]) -> Result<String, String> {
     let fields = [
         ("foliosim_version", quote(foliosim::VERSION)),
         ("scenario", quote(&scenario.name)),
-        ("runs", serde_json::to_string_pretty(runs).map_err(err)?),
+        ("runs", array(runs)),
         (
             "published",
-            serde_json::to_string_pretty(&scenario.published).map_err(err)?,
+            serde_json::to_string_pretty(&scenario.published).map_err(|e| e.to_string())?,
         ),
     ];
     let body: Vec<String> = fields
@@ -24,6 +31,22 @@ pub fn document(scenario: &Scenario, runs: &[RunResult]) -> Result<String, Strin
         .map(|(key, value)| format!("  {}: {}", quote(key), indent(value)))
         .collect();
     Ok(format!("{{\n{}\n}}", body.join(",\n")))
+}
+
+/// One run as a pretty-printed object, its fields in their declared order, with an `extra`
+/// field appended (a live run's notes).
+pub fn run_json(
+    run: &RunResult,
+    extra: Option<(&str, &serde_json::Value)>,
+) -> Result<String, String> {
+    let text = serde_json::to_string_pretty(run).map_err(|e| e.to_string())?;
+    let Some((key, value)) = extra else {
+        return Ok(text);
+    };
+    let value = serde_json::to_string_pretty(value).map_err(|e| e.to_string())?;
+    // a pretty object ends in "\n}": the new field goes before that line
+    let body = text.strip_suffix("\n}").ok_or("unexpected JSON layout")?;
+    Ok(format!("{body},\n  {}: {}\n}}", quote(key), indent(&value)))
 }
 
 /// Several documents as one JSON array (`reproduce all`).

@@ -18,6 +18,22 @@ const VMSTAT_ROWS: &[&str] = &[
     "oom_kill",
 ];
 
+/// Shown only when some run counted something: tiering, migration and TLB counters.
+const OPTIONAL_VMSTAT_ROWS: &[&str] = &[
+    "numa_pte_updates",
+    "numa_hint_faults",
+    "numa_pages_migrated",
+    "pgpromote_success",
+    "pgdemote_kswapd",
+    "pgdemote_direct",
+    "pgmigrate_success",
+    "pgmigrate_fail",
+    "nr_tlb_remote_flush",
+    "nr_tlb_remote_flush_received",
+    "nr_tlb_local_flush_all",
+    "nr_tlb_local_flush_one",
+];
+
 /// Shown in place of a figure a run did not report.
 const MISSING: &str = "-";
 
@@ -52,9 +68,10 @@ pub fn comparison(scenario: &Scenario, runs: &[RunResult]) -> Table {
                 format!("{} throughput_kbps", task.name),
             ),
             Program::Kbuild { .. } => ("sys_ns", true, format!("{} sys_ns", task.name)),
-            Program::Ops(_) | Program::ThpSwapAllocator { .. } | Program::ZeroSubpage { .. } => {
-                ("exit_ns", false, format!("{} exit (ms)", task.name))
-            }
+            Program::Ops(_)
+            | Program::ThpSwapAllocator { .. }
+            | Program::ZeroSubpage { .. }
+            | Program::Xsbench(_) => ("exit_ns", false, format!("{} exit (ms)", task.name)),
         };
         let cells = runs
             .iter()
@@ -76,7 +93,12 @@ pub fn comparison(scenario: &Scenario, runs: &[RunResult]) -> Table {
             .collect();
         rows.push((label, cells));
     }
-    for name in VMSTAT_ROWS {
+    let counted = |name: &str| {
+        runs.iter()
+            .any(|r| r.vmstat.get(name).is_some_and(|v| *v != 0))
+    };
+    let optional = OPTIONAL_VMSTAT_ROWS.iter().filter(|n| counted(n));
+    for name in VMSTAT_ROWS.iter().chain(optional) {
         let cells = runs
             .iter()
             .map(|r| {
@@ -121,7 +143,7 @@ fn task_name(task: &serde_json::Map<String, serde_json::Value>) -> &str {
 
 /// The scenario task a result task belongs to: the longest task name that starts the result's
 /// name (`usemem-3` belongs to `usemem`; `usemem2-0` to `usemem2` when both exist).
-fn owner_of(scenario: &Scenario, result_name: &str) -> Option<usize> {
+pub(crate) fn owner_of(scenario: &Scenario, result_name: &str) -> Option<usize> {
     scenario
         .tasks
         .iter()

@@ -1,0 +1,303 @@
+//! `foliosim kernel-run`: a scenario's runs played on the running kernel by the kernel-bench
+//! programs (see `live`), printed as `run` prints simulated runs, and written as the same JSON
+//! document with the profile `live-<kernel release>` and a `live` field of notes per run.
+
+use std::path::PathBuf;
+
+use foliosim::scenario::parse;
+use foliosim::{RunResult, RunSpec, Scenario};
+
+use crate::args::{ArgError, DEFAULT_SEED};
+use crate::live::{self, LiveError, LiveRun};
+use crate::{output, table, Failure};
+
+/// Arguments of `kernel-run` and `validate`.
+#[derive(Debug, PartialEq)]
+pub struct LiveArgs {
+    pub scenario: PathBuf,
+    pub variants: Vec<String>,
+    pub sets: Vec<String>,
+    pub seed: u64,
+    pub json: Option<PathBuf>,
+    /// `validate` only: the simulator's profile instead of the one matching the kernel.
+    pub profile: Option<String>,
+}
+
+/// Parses the arguments after `kernel-run` or `validate` (`--profile` only for validate).
+pub fn parse_args(items: &[String], validate: bool) -> Result<LiveArgs, ArgError> {
+    let command = if validate { "validate" } else { "kernel-run" };
+    let mut out = LiveArgs {
+        scenario: PathBuf::new(),
+        variants: Vec::new(),
+        sets: Vec::new(),
+        seed: DEFAULT_SEED,
+        json: None,
+        profile: None,
+    };
+    let mut scenario = None;
+    let mut i = 0;
+    while i < items.len() {
+        let arg = &items[i];
+        i += 1;
+        let (flag, inline) = crate::args::split_flag(arg);
+        let takes_value = matches!(flag.as_str(), "--variant" | "--set" | "--seed" | "--json")
+            || (validate && flag == "--profile");
+        if takes_value {
+            let value = match inline {
+                Some(v) => v,
+                None => {
+                    i += 1;
+                    items
+                        .get(i - 1)
+                        .cloned()
+                        .ok_or_else(|| ArgError::Usage(format!("{flag} needs a value")))?
+                }
+            };
+            match flag.as_str() {
+                "--variant" => out.variants.push(value),
+                "--set" => out.sets.push(value),
+                "--json" => out.json = Some(PathBuf::from(value)),
+                "--profile" => out.profile = Some(value),
+                _ => {
+                    out.seed = value.parse().map_err(|_| ArgError::Value {
+                        flag: "--seed".into(),
+                        value: value.clone(),
+                        message: "expected an unsigned integer".into(),
+                    })?
+                }
+            }
+        } else if arg.starts_with('-') && arg != "-" {
+            return Err(ArgError::Usage(format!("unknown option {arg:?}")));
+        } else if scenario.is_none() {
+            scenario = Some(PathBuf::from(arg));
+        } else {
+            return Err(ArgError::Usage(format!("unexpected argument {arg:?}")));
+        }
+    }
+    out.scenario =
+        scenario.ok_or_else(|| ArgError::Usage(format!("{command} needs a SCENARIO.toml")))?;
+    Ok(out)
+}
+
+/// The runs a command asks for, resolved under `profile` (a live run uses the resolved knobs,
+/// swap devices, cgroups and programs; the profile matters only to the simulator).
+pub fn resolve(
+    scenario: &Scenario,
+    args: &LiveArgs,
+    profile: &str,
+) -> Result<Vec<RunSpec>, Failure> {
+    let variants = if args.variants.is_empty() {
+        crate::all_variants(scenario)
+    } else {
+        crate::once_each(&args.variants, "--variant")?
+            .into_iter()
+            .map(Some)
+            .collect()
+    };
+    let sets = args
+        .sets
+        .iter()
+        .map(|s| parse::parse_set(s))
+        .collect::<Result<Vec<_>, _>>()?;
+    if let Some(json) = &args.json {
+        output::check_writable_dir(json)?;
+    }
+    Ok(crate::resolve_all(
+        scenario,
+        &[profile.to_string()],
+        &variants,
+        &sets,
+        args.seed,
+        false,
+    )?)
+}
+
+/// The profile modelling the running kernel, or the error saying there is none.
+pub fn kernel_profile() -> Result<String, Failure> {
+    let release = live::sys::os_release();
+    live::sys::profile_for_release(&release).map_err(|m| Failure::Live {
+        message: format!("{m}; name one with --profile"),
+        status: 3,
+    })
+}
+
+fn live_failure(e: LiveError) -> Failure {
+    match e {
+        LiveError::Unsupported(message) => Failure::Live { message, status: 3 },
+        LiveError::Failed(message) => Failure::Live {
+            message: format!("{message} (knobs restored, what the run made removed)"),
+            status: 1,
+        },
+        LiveError::Dirty(message) => Failure::Live {
+            message: format!("{message}; undo that by hand (see kernel-bench/README.md)"),
+            status: 1,
+        },
+        LiveError::Interrupted(sig) => Failure::Live {
+            message: format!(
+                "interrupted by {}: knobs restored, what the run made removed",
+                live::signal::name(sig)
+            ),
+            status: 128 + sig,
+        },
+    }
+}
+
+/// Checks everything, then plays each run in turn; the first failure stops the rest.
+pub fn live_runs(
+    scenario: &Scenario,
+    specs: &[RunSpec],
+) -> Result<(live::Host, Vec<LiveRun>), Failure> {
+    let handlers = live::signal::Handlers::install();
+    let host = live::preflight(specs).map_err(live_failure)?;
+    let mut runs = Vec::with_capacity(specs.len());
+    for (index, spec) in specs.iter().enumerate() {
+        let label = match &spec.variant {
+            Some(v) => format!("{} {}/{v}", scenario.name, host.profile()),
+            None => format!("{} {}", scenario.name, host.profile()),
+        };
+        eprintln!("[{}/{}] {label}: live run", index + 1, specs.len());
+        runs.push(live::run(&host, spec, index as u32).map_err(live_failure)?);
+    }
+    drop(handlers);
+    Ok((host, runs))
+}
+
+/// The JSON text of live runs, each with its notes.
+pub fn live_json(runs: &[LiveRun]) -> Result<Vec<String>, String> {
+    runs.iter()
+        .map(|r| output::run_json(&r.result, Some(("live", &r.info))))
+        .collect()
+}
+
+/// Notes under a table: the live machine, and what stood in for what.
+pub fn notes(scenario: &Scenario, host: &live::Host, runs: &[LiveRun]) -> String {
+    let mut text = format!(
+        "\nlive: kernel {}, {} CPUs, {} MiB; scenario machine {} CPUs, {} MiB; cgroup {}\n",
+        host.release,
+        host.cpus,
+        host.memory_bytes >> 20,
+        scenario.machine.nr_cpus(),
+        scenario
+            .machine
+            .nodes
+            .iter()
+            .map(|n| n.memory_bytes)
+            .sum::<u64>()
+            >> 20,
+        runs.first()
+            .and_then(|r| r.info["cgroup"].as_str())
+            .unwrap_or("-"),
+    );
+    let kdamonds = live::sys::damon_pageout_kdamonds();
+    if !kdamonds.is_empty() {
+        text.push_str(&format!(
+            "live: DAMON runs a pageout scheme (kdamond pid {}): it may also swap out other processes' idle memory\n",
+            kdamonds.join(", ")
+        ));
+    }
+    if live::sys::virtio_balloon() {
+        text.push_str(
+            "live: a virtio balloon is bound: memory freed a while ago may be back with the host, \
+             so the first run to touch much memory is slower (compare warm runs)\n",
+        );
+    }
+    for run in runs {
+        for swap in run.info["swap"].as_array().into_iter().flatten() {
+            let left = swap["pages_left_at_end"].as_u64().unwrap_or(0);
+            if left > 0 {
+                text.push_str(&format!(
+                    "live: {}: {left} pages were still on {} after the programs exited: other \
+                     processes' memory swapped out there, counted in its swap counters\n",
+                    crate::table::run_label(&run.result),
+                    swap["name"].as_str().unwrap_or("")
+                ));
+            }
+        }
+    }
+    if let Some(run) = runs.first() {
+        for swap in run.info["swap"].as_array().into_iter().flatten() {
+            let substitutes = swap["substitutes"].as_str().map_or(String::new(), |k| {
+                format!(", standing in for the scenario's {k}")
+            });
+            text.push_str(&format!(
+                "live: swap {} is {} ({}){substitutes}\n",
+                swap["name"].as_str().unwrap_or(""),
+                swap["device"].as_str().unwrap_or(""),
+                swap["comp_algorithm"].as_str().unwrap_or(""),
+            ));
+        }
+    }
+    text
+}
+
+pub fn kernel_run(args: &LiveArgs) -> Result<(), Failure> {
+    let scenario = parse::load(&args.scenario)?;
+    // the profile only resolves the scenario here; fall back to the newest when none matches
+    let profile = kernel_profile().unwrap_or_else(|_| parse::DEFAULT_PROFILE.to_string());
+    let specs = resolve(&scenario, args, &profile)?;
+    let (host, runs) = live_runs(&scenario, &specs)?;
+    if let Some(json) = &args.json {
+        let encoded = live_json(&runs).map_err(|m| crate::json_error(json, m))?;
+        let document =
+            output::document_of(&scenario, &encoded).map_err(|m| crate::json_error(json, m))?;
+        output::write_atomically(json, &document)?;
+    }
+    let results: Vec<RunResult> = runs.iter().map(|r| r.result.clone()).collect();
+    let mut text = crate::header(&scenario, args.seed, &[]);
+    let mut comparison = table::comparison(&scenario, &results);
+    // a live run's time is wall-clock time
+    if let Some(first) = comparison.rows.first_mut() {
+        first.0 = "run time (ms)".into();
+    }
+    text.push_str(&table::render(&comparison));
+    text.push_str(&notes(&scenario, &host, &runs));
+    crate::print_stdout(&text);
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(s: &str) -> Vec<String> {
+        s.split_whitespace().map(String::from).collect()
+    }
+
+    #[test]
+    fn flags_in_both_forms() {
+        let a = parse_args(
+            &args("s.toml --variant 4K --variant=2M --set a=b --seed=3 --json out.json"),
+            false,
+        )
+        .unwrap();
+        assert_eq!(a.scenario, PathBuf::from("s.toml"));
+        assert_eq!(a.variants, vec!["4K", "2M"]);
+        assert_eq!(a.sets, vec!["a=b"]);
+        assert_eq!(a.seed, 3);
+        assert_eq!(a.json, Some(PathBuf::from("out.json")));
+        assert_eq!(a.profile, None);
+        let v = parse_args(&args("s.toml --profile v6.12"), true).unwrap();
+        assert_eq!(v.profile.as_deref(), Some("v6.12"));
+    }
+
+    #[test]
+    fn usage_errors() {
+        assert!(matches!(parse_args(&[], false), Err(ArgError::Usage(_))));
+        assert!(matches!(
+            parse_args(&args("s.toml --profile v6.12"), false),
+            Err(ArgError::Usage(_))
+        ));
+        assert!(matches!(
+            parse_args(&args("s.toml --variant"), true),
+            Err(ArgError::Usage(_))
+        ));
+        assert!(matches!(
+            parse_args(&args("a.toml b.toml"), true),
+            Err(ArgError::Usage(_))
+        ));
+        assert!(matches!(
+            parse_args(&args("s.toml --seed x"), true),
+            Err(ArgError::Value { .. })
+        ));
+    }
+}

@@ -1,0 +1,388 @@
+//! The kernel-bench programs: building them, the command line each scenario task runs, the
+//! operation files of the ops player, and the records the programs print.
+
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use foliosim::scenario::{Access, Advice, IterationReport, Op, Pattern, Program, TaskSpec};
+
+/// Where the C sources live: `./kernel-bench`, else the repository this binary was built from.
+pub fn source_dir() -> Option<PathBuf> {
+    [
+        PathBuf::from("kernel-bench"),
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../kernel-bench"),
+    ]
+    .into_iter()
+    .find(|d| d.join("Makefile").is_file())
+}
+
+/// Builds the programs with the system C compiler into `<repository>/target/kernel-bench`;
+/// returns that directory.
+pub fn build() -> Result<PathBuf, String> {
+    let src = source_dir().ok_or("no kernel-bench/ directory with a Makefile found")?;
+    let src = src
+        .canonicalize()
+        .map_err(|e| format!("{}: {e}", src.display()))?;
+    let out = src
+        .parent()
+        .unwrap_or(Path::new("."))
+        .join("target/kernel-bench");
+    let result = Command::new("make")
+        .arg("-s")
+        .arg("-C")
+        .arg(&src)
+        .arg(format!("OUT={}", out.display()))
+        .output()
+        .map_err(|e| format!("cannot run make (needed to build kernel-bench): {e}"))?;
+    if !result.status.success() {
+        return Err(format!(
+            "building kernel-bench failed:\n{}{}",
+            String::from_utf8_lossy(&result.stdout),
+            String::from_utf8_lossy(&result.stderr)
+        ));
+    }
+    Ok(out)
+}
+
+/// One process the runner starts for a scenario task.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Launch {
+    /// The scenario task it plays.
+    pub task: usize,
+    pub argv: Vec<String>,
+    /// The operation file to write for the ops player: (file name, text).
+    pub ops_file: Option<(String, String)>,
+    /// Top-level barriers its program waits at, in order.
+    pub barriers: Vec<String>,
+}
+
+/// The processes that play a task. `seed` feeds the kbuild generator, as in the simulator.
+pub fn launches(
+    index: usize,
+    task: &TaskSpec,
+    bin: &Path,
+    scratch: &Path,
+    seed: u64,
+) -> Result<Vec<Launch>, String> {
+    let program = |name: &str| bin.join(name).to_string_lossy().into_owned();
+    let simple = |argv: Vec<String>| Launch {
+        task: index,
+        argv,
+        ops_file: None,
+        barriers: Vec::new(),
+    };
+    let player = |name: String, ops: &[Op]| -> Result<Launch, String> {
+        let file = format!("{name}.ops");
+        let path = scratch.join(&file).to_string_lossy().into_owned();
+        Ok(Launch {
+            task: index,
+            argv: vec![program("ops_player"), name, path],
+            ops_file: Some((file, serialize(ops)?)),
+            barriers: ops
+                .iter()
+                .filter_map(|op| match op {
+                    Op::Barrier { name } => Some(name.clone()),
+                    _ => None,
+                })
+                .collect(),
+        })
+    };
+    Ok(match &task.program {
+        Program::Usemem {
+            processes,
+            size_bytes,
+        } => vec![simple(vec![
+            program("usemem"),
+            task.name.clone(),
+            processes.to_string(),
+            size_bytes.to_string(),
+        ])],
+        Program::ThpSwapAllocator {
+            aligned,
+            small_folios,
+            iterations,
+        } => {
+            let mut argv = vec![program("thp_swap_allocator"), task.name.clone()];
+            if *aligned {
+                argv.push("-a".into());
+            }
+            if *small_folios {
+                argv.push("-s".into());
+            }
+            argv.extend(["-n".into(), iterations.to_string()]);
+            vec![simple(argv)]
+        }
+        Program::ZeroSubpage {
+            size_bytes,
+            offset,
+            num_dirty,
+        } => vec![simple(vec![
+            program("zero_subpage"),
+            task.name.clone(),
+            size_bytes.to_string(),
+            offset.to_string(),
+            num_dirty.to_string(),
+        ])],
+        Program::Ops(ops) => vec![player(task.name.clone(), ops)?],
+        Program::Kbuild {
+            jobs,
+            units,
+            size_min_bytes,
+            size_max_bytes,
+            passes,
+            work_ns,
+        } => {
+            let k = foliosim::workload::kbuild::Kbuild {
+                jobs: *jobs,
+                units: *units,
+                size_min_bytes: *size_min_bytes,
+                size_max_bytes: *size_max_bytes,
+                passes: *passes,
+                work_ns: *work_ns,
+            };
+            let mut rng = foliosim::sim::rng::Rng::new(seed);
+            foliosim::workload::kbuild::programs(&k, &mut rng)
+                .iter()
+                .enumerate()
+                .map(|(i, ops)| player(format!("{}-{i}", task.name), ops))
+                .collect::<Result<_, _>>()?
+        }
+        // generators added to the engine later have no live program until one is written
+        #[allow(unreachable_patterns)]
+        _ => return Err("its generator has no kernel-bench program".into()),
+    })
+}
+
+/// The ops player's text for a program (format in kernel-bench/ops_player.c).
+pub fn serialize(ops: &[Op]) -> Result<String, String> {
+    let mut out = String::new();
+    write_ops(&mut out, ops, false)?;
+    Ok(out)
+}
+
+fn write_ops(out: &mut String, ops: &[Op], in_fork: bool) -> Result<(), String> {
+    let opt = |v: Option<u64>| v.map_or("-".to_string(), |v| v.to_string());
+    for op in ops {
+        // writing to a String cannot fail
+        let _ = match op {
+            Op::Mmap { region, size_bytes } => writeln!(out, "mmap {region} {size_bytes}"),
+            Op::Munmap { region } => writeln!(out, "munmap {region}"),
+            Op::Madvise {
+                region,
+                advice,
+                offset_bytes,
+                len_bytes,
+            } => {
+                let advice = match advice {
+                    Advice::Hugepage => "hugepage",
+                    Advice::NoHugepage => "nohugepage",
+                    Advice::Pageout => "pageout",
+                    Advice::Cold => "cold",
+                    Advice::DontNeed => "dontneed",
+                };
+                writeln!(
+                    out,
+                    "madvise {region} {advice} {offset_bytes} {}",
+                    opt(*len_bytes)
+                )
+            }
+            Op::Touch {
+                region,
+                access,
+                pattern,
+                offset_bytes,
+                len_bytes,
+                count,
+                data,
+                work_ns,
+            } => {
+                let access = match access {
+                    Access::Read => "read",
+                    Access::Write => "write",
+                };
+                let (pattern, theta_milli) = match pattern {
+                    Pattern::Sequential => ("sequential", 0),
+                    Pattern::Random => ("random", 0),
+                    Pattern::Zipf { theta_milli } => ("zipf", *theta_milli),
+                };
+                writeln!(
+                    out,
+                    "touch {region} {access} {pattern} {theta_milli} {offset_bytes} {} {} {data} {work_ns}",
+                    opt(*len_bytes),
+                    opt(*count)
+                )
+            }
+            Op::Fork { name, child } => {
+                let _ = writeln!(out, "fork {name}");
+                write_ops(out, child, true)?;
+                writeln!(out, "end")
+            }
+            Op::Sleep { ns } => writeln!(out, "sleep {ns}"),
+            Op::Barrier { name } => {
+                if in_fork {
+                    return Err(format!(
+                        "barrier {name:?} in a forked child: the live runner releases barriers only between scenario tasks"
+                    ));
+                }
+                writeln!(out, "barrier {name}")
+            }
+            Op::Exit => writeln!(out, "exit"),
+            Op::IterationStart => writeln!(out, "iteration_start"),
+            Op::IterationEnd { report } => match report {
+                IterationReport::Time => writeln!(out, "iteration_end time"),
+                IterationReport::MthpSwpout { order } => {
+                    writeln!(out, "iteration_end mthp {order}")
+                }
+                #[allow(unreachable_patterns)]
+                _ => return Err(format!("the ops player cannot report {report:?}")),
+            },
+            // operations added to the engine later are refused until the player learns them
+            #[allow(unreachable_patterns)]
+            _ => return Err(format!("the ops player cannot play {op:?}")),
+        };
+    }
+    Ok(())
+}
+
+/// One line a program printed: `kind key=value ...`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Record {
+    pub kind: String,
+    pub fields: Vec<(String, String)>,
+}
+
+impl Record {
+    pub fn get(&self, key: &str) -> Option<&str> {
+        self.fields
+            .iter()
+            .find(|(k, _)| k == key)
+            .map(|(_, v)| v.as_str())
+    }
+    pub fn number(&self, key: &str) -> Option<u64> {
+        self.get(key)?.parse().ok()
+    }
+}
+
+/// Parses a record line; None for anything else.
+pub fn parse_record(line: &str) -> Option<Record> {
+    let mut words = line.split_whitespace();
+    let kind = words.next()?;
+    if !kind.chars().all(|c| c.is_ascii_lowercase() || c == '_') {
+        return None;
+    }
+    let fields = words
+        .map(|w| {
+            w.split_once('=')
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+        })
+        .collect::<Option<Vec<_>>>()?;
+    Some(Record {
+        kind: kind.to_string(),
+        fields,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use foliosim::scenario::parse;
+
+    #[test]
+    fn ops_serialize_in_the_players_format() {
+        let scenario = parse::parse_str(
+            r#"
+name = "t"
+[machine]
+[[machine.node]]
+memory = "1G"
+cpus = 1
+[[task]]
+name = "t"
+ops = [
+  { op = "mmap", region = "a", size = "2M" },
+  { op = "madvise", region = "a", advice = "pageout", offset = "4K", len = "8K" },
+  { op = "touch", region = "a", access = "write", pattern = "sequential", data = "nonzero" },
+  { op = "touch", region = "a", access = "read", pattern = "zipf", theta = 0.9, count = 10, work = "200ns" },
+  { op = "fork", name = "kid", ops = [ { op = "sleep", time = "1ms" } ] },
+  { op = "barrier", name = "b" },
+  { op = "munmap", region = "a" },
+]
+"#,
+            "t.toml",
+        )
+        .unwrap();
+        let Program::Ops(ops) = &scenario.tasks[0].program else {
+            panic!()
+        };
+        assert_eq!(
+            serialize(ops).unwrap(),
+            "mmap a 2097152\n\
+             madvise a pageout 4096 8192\n\
+             touch a write sequential 0 0 - - 128 0\n\
+             touch a read zipf 900 0 - 10 128 200\n\
+             fork kid\n\
+             sleep 1000000\n\
+             end\n\
+             barrier b\n\
+             munmap a\n"
+        );
+        let l = launches(0, &scenario.tasks[0], Path::new("/b"), Path::new("/s"), 1).unwrap();
+        assert_eq!(l[0].argv, vec!["/b/ops_player", "t", "/s/t.ops"]);
+        assert_eq!(l[0].barriers, vec!["b"]);
+        let nested = [Op::Fork {
+            name: "c".into(),
+            child: vec![Op::Barrier { name: "x".into() }],
+        }];
+        assert!(serialize(&nested).unwrap_err().contains("forked child"));
+    }
+
+    #[test]
+    fn generators_map_to_their_programs() {
+        let task = |program| TaskSpec {
+            name: "x".into(),
+            cgroup: None,
+            node: 0,
+            program,
+        };
+        let bin = Path::new("/b");
+        let argv = |p| launches(0, &task(p), bin, bin, 1).unwrap()[0].argv.clone();
+        assert_eq!(
+            argv(Program::ThpSwapAllocator {
+                aligned: true,
+                small_folios: false,
+                iterations: 100
+            }),
+            vec!["/b/thp_swap_allocator", "x", "-a", "-n", "100"]
+        );
+        assert_eq!(
+            argv(Program::Usemem {
+                processes: 4,
+                size_bytes: 1 << 20
+            }),
+            vec!["/b/usemem", "x", "4", "1048576"]
+        );
+        assert_eq!(
+            argv(Program::ZeroSubpage {
+                size_bytes: 4 << 20,
+                offset: 4095,
+                num_dirty: 512
+            }),
+            vec!["/b/zero_subpage", "x", "4194304", "4095", "512"]
+        );
+    }
+
+    #[test]
+    fn records_parse_and_other_lines_do_not() {
+        let r = parse_record("iteration time_ns=5 swpout_inc=233 fallback_inc=0\n").unwrap();
+        assert_eq!(r.kind, "iteration");
+        assert_eq!(r.number("swpout_inc"), Some(233));
+        assert_eq!(r.number("time_ns"), Some(5));
+        assert_eq!(r.get("missing"), None);
+        assert!(parse_record("Iteration 1: swpout inc: 3").is_none());
+        assert!(parse_record("task name=a oops").is_none());
+        assert!(parse_record("").is_none());
+        let t = parse_record("task name=usemem-3 killed_by=9").unwrap();
+        assert_eq!(t.get("name"), Some("usemem-3"));
+    }
+}

@@ -1,0 +1,149 @@
+//! Which kernel knobs a live run writes: every knob of foliosim's table, at the value the
+//! resolved run uses (the simulator runs with the kernel's defaults for what a scenario leaves
+//! unset; the live kernel may have been booted or configured otherwise), plus zswap off, which
+//! foliosim does not model. A knob already at its value is not written; a missing file is refused
+//! unless the run wants the kernel default there.
+
+use foliosim::scenario::knobs::knob_paths;
+use foliosim::scenario::Knobs;
+
+use super::sys::{same_knob_value, ZSWAP_ENABLED};
+
+/// The build option a scenario can name as a knob; it is checked, never written.
+pub const THP_SWAP_OPTION: &str = "CONFIG_THP_SWAP";
+
+/// One knob write: what the file held before, what the run writes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Change {
+    pub path: String,
+    pub before: String,
+    pub value: String,
+}
+
+/// (path, value) of every knob file a run wants, in table order. `min_free_kbytes` is left to
+/// the kernel unless the run sets it, as foliosim computes it at boot like the kernel does.
+pub fn wanted(knobs: &Knobs) -> Vec<(String, String)> {
+    let mut out: Vec<(String, String)> = knob_paths()
+        .into_iter()
+        .filter(|p| p != THP_SWAP_OPTION)
+        .filter(|p| p != "/proc/sys/vm/min_free_kbytes" || knobs.min_free_kbytes.is_some())
+        .filter_map(|p| knobs.get(&p).map(|v| (p, v)))
+        .collect();
+    out.push((ZSWAP_ENABLED.to_string(), "N".to_string()));
+    out
+}
+
+/// The writes that take the kernel from its current values (`read` gives a file's value, None
+/// when the kernel has no such file) to `wanted`. A missing file is an error unless the value
+/// wanted there is foliosim's default (or zswap off, which a kernel without zswap already is).
+pub fn plan(
+    wanted: &[(String, String)],
+    read: impl Fn(&str) -> Option<String>,
+) -> Result<Vec<Change>, String> {
+    let defaults = Knobs::default();
+    let mut changes = Vec::new();
+    for (path, value) in wanted {
+        match read(path) {
+            None => {
+                let is_default = path == ZSWAP_ENABLED
+                    || defaults
+                        .get(path)
+                        .is_some_and(|d| same_knob_value(&d, value));
+                if !is_default {
+                    return Err(format!(
+                        "this kernel has no {path}, which the run sets to {value}"
+                    ));
+                }
+            }
+            Some(current) if same_knob_value(&current, value) => {}
+            Some(current) => changes.push(Change {
+                path: path.clone(),
+                before: current,
+                value: value.clone(),
+            }),
+        }
+    }
+    Ok(changes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::BTreeMap;
+
+    const THP: &str = "/sys/kernel/mm/transparent_hugepage";
+
+    #[test]
+    fn wanted_covers_every_knob_at_the_runs_value() {
+        let mut knobs = Knobs::default();
+        knobs
+            .set(&format!("{THP}/hugepages-64kB/enabled"), "always")
+            .unwrap();
+        knobs.set(&format!("{THP}/enabled"), "never").unwrap();
+        let w: BTreeMap<String, String> = wanted(&knobs).into_iter().collect();
+        assert_eq!(w[&format!("{THP}/hugepages-64kB/enabled")], "always");
+        assert_eq!(w[&format!("{THP}/hugepages-16kB/enabled")], "never");
+        assert_eq!(w[&format!("{THP}/hugepages-2048kB/enabled")], "inherit");
+        assert_eq!(w[&format!("{THP}/enabled")], "never");
+        assert_eq!(w["/proc/sys/vm/swappiness"], "60");
+        assert_eq!(w[ZSWAP_ENABLED], "N");
+        assert!(
+            !w.contains_key(THP_SWAP_OPTION),
+            "a build option is not written"
+        );
+        assert!(!w.contains_key("/proc/sys/vm/min_free_kbytes"));
+        knobs.set("/proc/sys/vm/min_free_kbytes", "65536").unwrap();
+        let w: BTreeMap<String, String> = wanted(&knobs).into_iter().collect();
+        assert_eq!(w["/proc/sys/vm/min_free_kbytes"], "65536");
+    }
+
+    #[test]
+    fn plan_writes_only_what_differs_and_remembers_the_old_value() {
+        let kernel: BTreeMap<&str, &str> = [
+            ("/a/enabled", "madvise"),
+            ("/b/swappiness", "60"),
+            ("/c/zswap", "Y"),
+            ("/d/bool", "1"),
+        ]
+        .into_iter()
+        .collect();
+        let read = |p: &str| kernel.get(p).map(|v| v.to_string());
+        let wanted = vec![
+            ("/a/enabled".to_string(), "always".to_string()),
+            ("/b/swappiness".to_string(), "60".to_string()),
+            ("/c/zswap".to_string(), "N".to_string()),
+            ("/d/bool".to_string(), "true".to_string()),
+        ];
+        let changes = plan(&wanted, read).unwrap();
+        assert_eq!(
+            changes,
+            vec![
+                Change {
+                    path: "/a/enabled".into(),
+                    before: "madvise".into(),
+                    value: "always".into()
+                },
+                Change {
+                    path: "/c/zswap".into(),
+                    before: "Y".into(),
+                    value: "N".into()
+                },
+            ]
+        );
+    }
+
+    #[test]
+    fn plan_refuses_a_missing_knob_set_away_from_its_default() {
+        let none = |_: &str| None;
+        let shrink = "/sys/kernel/mm/transparent_hugepage/shrink_underused";
+        // the default on a kernel that predates the knob: nothing to do
+        assert_eq!(plan(&[(shrink.into(), "1".into())], none).unwrap(), vec![]);
+        let e = plan(&[(shrink.into(), "0".into())], none).unwrap_err();
+        assert!(e.contains(shrink), "{e}");
+        // a kernel without zswap has it off already
+        assert_eq!(
+            plan(&[(ZSWAP_ENABLED.into(), "N".into())], none).unwrap(),
+            vec![]
+        );
+    }
+}

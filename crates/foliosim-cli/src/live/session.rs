@@ -1,0 +1,125 @@
+//! Everything a live run changes, recorded before it is changed, and undone in reverse order:
+//! knob writes, zram devices, swap areas, cgroups, the run's scratch directory. `cleanup` is the
+//! explicit path (it reports what it could not undo); dropping a session that was not cleaned up
+//! (an early return, a panic) cleans up too.
+
+use std::path::{Path, PathBuf};
+
+use super::cgroup::Hierarchy;
+use super::knobs::Change;
+use super::sys::{knob_value, read, same_knob_value, write};
+use super::zram::{self, Zram};
+
+enum Undo {
+    Knob(Change),
+    /// Reset and, if added, remove the device.
+    Zram(Zram),
+    Swapon(Zram),
+    Cgroup(Hierarchy, PathBuf),
+    Dir(PathBuf),
+}
+
+#[derive(Default)]
+pub struct Session {
+    undo: Vec<Undo>,
+}
+
+impl Session {
+    pub fn new() -> Session {
+        Session::default()
+    }
+
+    /// Writes a knob; its old value is recorded first, so even a failed write is put back.
+    pub fn set_knob(&mut self, change: &Change) -> Result<(), String> {
+        self.undo.push(Undo::Knob(change.clone()));
+        write(&change.path, &change.value)
+    }
+
+    /// A zram device of `size_bytes`, swapped on; returns it and its compression algorithm.
+    pub fn add_zram_swap(
+        &mut self,
+        size_bytes: u64,
+        priority: i32,
+        discard: bool,
+    ) -> Result<(Zram, String), String> {
+        let z = zram::take()?;
+        self.undo.push(Undo::Zram(z.clone()));
+        let algorithm = zram::configure(&z, size_bytes)?;
+        self.undo.push(Undo::Swapon(z.clone()));
+        zram::swapon(&z, priority, discard)?;
+        Ok((z, algorithm))
+    }
+
+    /// A cgroup with a memory limit (None = none).
+    pub fn add_cgroup(
+        &mut self,
+        hierarchy: &Hierarchy,
+        name: &str,
+        limit_bytes: Option<u64>,
+        swappiness: u32,
+    ) -> Result<PathBuf, String> {
+        let dir = hierarchy.make(name)?;
+        self.undo.push(Undo::Cgroup(hierarchy.clone(), dir.clone()));
+        hierarchy.configure(&dir, limit_bytes, swappiness)?;
+        Ok(dir)
+    }
+
+    /// A scratch directory for the programs' operation files.
+    pub fn add_dir(&mut self, dir: &Path) -> Result<(), String> {
+        std::fs::create_dir_all(dir)
+            .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+        self.undo.push(Undo::Dir(dir.to_path_buf()));
+        Ok(())
+    }
+
+    /// Undoes everything, newest first, carrying on past failures; returns what could not be
+    /// undone. Restored knobs are read back.
+    pub fn cleanup(&mut self) -> Result<(), Vec<String>> {
+        let mut errors = Vec::new();
+        while let Some(undo) = self.undo.pop() {
+            let result = match &undo {
+                Undo::Knob(c) => restore_knob(c),
+                Undo::Zram(z) => zram::release(z),
+                Undo::Swapon(z) => zram::swapoff(z),
+                Undo::Cgroup(h, dir) => h.remove(dir),
+                Undo::Dir(dir) => match std::fs::remove_dir_all(dir) {
+                    Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                        Err(format!("cannot remove {}: {e}", dir.display()))
+                    }
+                    _ => Ok(()),
+                },
+            };
+            if let Err(e) = result {
+                errors.push(e);
+            }
+        }
+        if errors.is_empty() {
+            Ok(())
+        } else {
+            Err(errors)
+        }
+    }
+}
+
+fn restore_knob(c: &Change) -> Result<(), String> {
+    write(&c.path, &c.before)?;
+    let now = read(&c.path).map(|t| knob_value(&t)).unwrap_or_default();
+    if same_knob_value(&now, &c.before) {
+        Ok(())
+    } else {
+        Err(format!(
+            "{} reads {now:?} after restoring {:?}",
+            c.path, c.before
+        ))
+    }
+}
+
+impl Drop for Session {
+    fn drop(&mut self) {
+        if let Err(errors) = self.cleanup() {
+            for e in errors {
+                eprintln!("foliosim: cleanup: {e}");
+            }
+        }
+    }
+}

@@ -1,0 +1,440 @@
+//! `foliosim validate`: each run of a scenario in the simulator, under the profile that models
+//! the running kernel, and on the kernel itself; counters and times side by side with the ratio
+//! simulated / live, then the counters that differ. With `--json` the document holds the
+//! simulated runs, then the live ones (profile `live-<release>`).
+
+use std::collections::BTreeSet;
+
+use foliosim::scenario::parse;
+use foliosim::{RunResult, Scenario};
+use serde_json::Value;
+
+use crate::kernel_run::{self, LiveArgs};
+use crate::{output, table, Failure};
+
+/// One line of the side-by-side table.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Row {
+    pub label: String,
+    pub sim: f64,
+    pub live: f64,
+    /// A count (compared exactly) rather than a time or a mean.
+    pub counter: bool,
+}
+
+impl Row {
+    fn count(label: String, sim: u64, live: u64) -> Row {
+        Row {
+            label,
+            sim: sim as f64,
+            live: live as f64,
+            counter: true,
+        }
+    }
+    fn figure(label: String, sim: f64, live: f64) -> Row {
+        Row {
+            label,
+            sim,
+            live,
+            counter: false,
+        }
+    }
+    /// simulated / live; None when live is 0.
+    pub fn ratio(&self) -> Option<f64> {
+        (self.live != 0.0).then(|| self.sim / self.live)
+    }
+}
+
+fn mean(values: &[f64]) -> Option<f64> {
+    (!values.is_empty()).then(|| values.iter().sum::<f64>() / values.len() as f64)
+}
+
+/// Mean of an iteration figure over iterations `from..` (1-based), skipping nulls.
+pub fn iteration_mean(run: &RunResult, key: &str, from: usize) -> Option<f64> {
+    let values: Vec<f64> = run
+        .iterations
+        .iter()
+        .skip(from - 1)
+        .filter_map(|m| m.get(key).and_then(Value::as_f64))
+        .collect();
+    mean(&values)
+}
+
+/// A task figure summed over the result tasks a scenario task owns (usemem-0, usemem-1, ...),
+/// or its maximum for times of exit.
+fn task_figure(scenario: &Scenario, run: &RunResult, task: usize, key: &str) -> Option<f64> {
+    let values: Vec<f64> = run
+        .tasks
+        .iter()
+        .filter(|t| {
+            let name = t.get("name").and_then(Value::as_str).unwrap_or("");
+            table::owner_of(scenario, name) == Some(task)
+        })
+        .filter_map(|t| t.get(key).and_then(Value::as_f64))
+        .collect();
+    if values.is_empty() {
+        None
+    } else if key == "exit_ns" {
+        values.into_iter().reduce(f64::max)
+    } else {
+        Some(values.iter().sum())
+    }
+}
+
+/// The rows comparing a simulated run with the live run of the same variant: times, iteration
+/// means, then every counter either side counted (/proc/vmstat names the simulator has,
+/// per-size mTHP stats, the scenario's cgroups, zram).
+pub fn rows(scenario: &Scenario, sim: &RunResult, live: &RunResult) -> Vec<Row> {
+    let ms = |ns: f64| ns / 1e6;
+    let mut rows = vec![Row::figure(
+        "run time (ms)".into(),
+        ms(sim.sim_time_ns as f64),
+        ms(live.sim_time_ns as f64),
+    )];
+    for (index, task) in scenario.tasks.iter().enumerate() {
+        for (key, label, scale) in [
+            ("exit_ns", "exit (ms)", 1e-6),
+            ("user_ns", "user (ms)", 1e-6),
+            ("sys_ns", "sys (ms)", 1e-6),
+            ("throughput_kbps", "throughput_kbps", 1.0),
+        ] {
+            if let (Some(s), Some(l)) = (
+                task_figure(scenario, sim, index, key),
+                task_figure(scenario, live, index, key),
+            ) {
+                rows.push(Row::figure(
+                    format!("{} {label}", task.name),
+                    s * scale,
+                    l * scale,
+                ));
+            }
+        }
+    }
+    let iterations = sim.iterations.len().min(live.iterations.len());
+    if iterations > 0 {
+        for key in ["swpout_inc", "fallback_inc", "fallback_pct", "time_ns"] {
+            let scale = if key == "time_ns" { 1e-6 } else { 1.0 };
+            let name = if key == "time_ns" { "time (ms)" } else { key };
+            let mut ranges = vec![(1, format!("iteration mean {name}"))];
+            if iterations > 1 {
+                ranges.push((2, format!("iteration mean 2-{iterations} {name}")));
+            }
+            for (from, label) in ranges {
+                if let (Some(s), Some(l)) = (
+                    iteration_mean(sim, key, from),
+                    iteration_mean(live, key, from),
+                ) {
+                    rows.push(Row::figure(label, s * scale, l * scale));
+                }
+            }
+        }
+    }
+    // a counter the live kernel does not print (nr_tlb_* without CONFIG_DEBUG_TLBFLUSH) is
+    // left out rather than shown as 0
+    for (name, &s) in &sim.vmstat {
+        if let Some(&l) = live.vmstat.get(name) {
+            if s != 0 || l != 0 {
+                rows.push(Row::count(name.clone(), s, l));
+            }
+        }
+    }
+    let mut sizes: Vec<&String> = sim.mthp.keys().chain(live.mthp.keys()).collect();
+    sizes.sort_by_key(|s| s.trim_end_matches("kB").parse::<u64>().unwrap_or(u64::MAX));
+    sizes.dedup();
+    for size in sizes {
+        let empty = Default::default();
+        let s = sim.mthp.get(size).unwrap_or(&empty);
+        let l = live.mthp.get(size).unwrap_or(&empty);
+        let names: BTreeSet<&String> = s.keys().chain(l.keys()).collect();
+        for name in names {
+            let (a, b) = (s.get(name).copied(), l.get(name).copied());
+            // a stat only one side has is shown when it counted something there
+            if a.unwrap_or(0) != 0 || b.unwrap_or(0) != 0 {
+                rows.push(Row::count(
+                    format!("hugepages-{size}/{name}"),
+                    a.unwrap_or(0),
+                    b.unwrap_or(0),
+                ));
+            }
+        }
+    }
+    for (group, label) in [(&sim.memcg, "memcg"), (&sim.zram, "zram")] {
+        let other = if label == "memcg" {
+            &live.memcg
+        } else {
+            &live.zram
+        };
+        for (name, counters) in group {
+            let Some(live_counters) = other.get(name) else {
+                continue;
+            };
+            for (key, &s) in counters {
+                let Some(&l) = live_counters.get(key) else {
+                    continue;
+                };
+                if s != 0 || l != 0 {
+                    rows.push(Row::count(format!("{label}:{name}:{key}"), s, l));
+                }
+            }
+        }
+    }
+    // zram's peak memory: the simulator reports it as a sampled series, the kernel as mm_stat's
+    // mem_used_max
+    for (name, counters) in &live.zram {
+        let (Some(&peak), Some(samples)) = (
+            counters.get("mem_used_max"),
+            sim.series.get(&format!("zram:{name}:mem_used_total")),
+        ) else {
+            continue;
+        };
+        let sampled_peak = samples.iter().copied().max().unwrap_or(0);
+        rows.push(Row::figure(
+            format!("zram:{name}:mem_used_max (MiB)"),
+            sampled_peak as f64 / 1048576.0,
+            peak as f64 / 1048576.0,
+        ));
+    }
+    rows
+}
+
+fn format_value(v: f64, counter: bool) -> String {
+    if counter || (v.fract() == 0.0 && v.abs() < 1e15) {
+        format!("{v:.0}")
+    } else if v.abs() >= 100.0 {
+        format!("{v:.1}")
+    } else {
+        format!("{v:.2}")
+    }
+}
+
+/// Simulated counters the live kernel does not print at all.
+pub fn absent_on_live(sim: &RunResult, live: &RunResult) -> Vec<String> {
+    sim.vmstat
+        .iter()
+        .filter(|(name, v)| **v != 0 && !live.vmstat.contains_key(*name))
+        .map(|(name, _)| name.clone())
+        .collect()
+}
+
+/// The side-by-side table of one variant.
+pub fn render(sim_label: &str, live_label: &str, rows: &[Row]) -> String {
+    let table = table::Table {
+        columns: vec![sim_label.into(), live_label.into(), "sim/live".into()],
+        rows: rows
+            .iter()
+            .map(|r| {
+                let ratio = match r.ratio() {
+                    Some(x) if r.sim == r.live => format!("{x:.3} ="),
+                    Some(x) => format!("{x:.3}  "),
+                    None if r.sim == 0.0 => "- =".into(),
+                    None => "-  ".into(),
+                };
+                (
+                    r.label.clone(),
+                    vec![
+                        format_value(r.sim, r.counter),
+                        format_value(r.live, r.counter),
+                        ratio,
+                    ],
+                )
+            })
+            .collect(),
+    };
+    table::render(&table)
+}
+
+/// The counters that differ, largest relative difference first, one line.
+pub fn differences(rows: &[Row]) -> String {
+    let counters: Vec<&Row> = rows.iter().filter(|r| r.counter).collect();
+    let mut differ: Vec<&Row> = counters
+        .iter()
+        .copied()
+        .filter(|r| r.sim != r.live)
+        .collect();
+    let relative = |r: &Row| (r.sim - r.live).abs() / r.live.abs().max(r.sim.abs()).max(1.0);
+    differ.sort_by(|a, b| relative(b).total_cmp(&relative(a)));
+    let mut text = format!(
+        "counters equal: {} of {}",
+        counters.len() - differ.len(),
+        counters.len()
+    );
+    if !differ.is_empty() {
+        let shown: Vec<String> = differ
+            .iter()
+            .map(|r| match r.ratio() {
+                Some(x) => format!("{} {:+.1}%", r.label, (x - 1.0) * 100.0),
+                None => format!("{} {} vs 0", r.label, format_value(r.sim, true)),
+            })
+            .collect();
+        text.push_str(&format!("; differ (sim vs live): {}", shown.join(", ")));
+    }
+    text.push('\n');
+    text
+}
+
+pub fn validate(args: &LiveArgs) -> Result<(), Failure> {
+    let scenario = parse::load(&args.scenario)?;
+    let profile = match &args.profile {
+        Some(p) => p.clone(),
+        None => kernel_run::kernel_profile()?,
+    };
+    let specs = kernel_run::resolve(&scenario, args, &profile)?;
+    let sim_runs = crate::run_all(&scenario, &specs)?;
+    let (host, live_runs) = kernel_run::live_runs(&scenario, &specs)?;
+    if let Some(json) = &args.json {
+        let mut encoded = sim_runs
+            .iter()
+            .map(|r| output::run_json(r, None))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|m| crate::json_error(json, m))?;
+        encoded.extend(kernel_run::live_json(&live_runs).map_err(|m| crate::json_error(json, m))?);
+        let document =
+            output::document_of(&scenario, &encoded).map_err(|m| crate::json_error(json, m))?;
+        output::write_atomically(json, &document)?;
+    }
+    let mut text = format!(
+        "foliosim {}  scenario {}  seed {}  simulated {profile} vs live {} (kernel {})\n",
+        foliosim::VERSION,
+        scenario.name,
+        args.seed,
+        host.profile(),
+        host.release
+    );
+    for (sim, live) in sim_runs.iter().zip(&live_runs) {
+        let rows = rows(&scenario, sim, &live.result);
+        text.push('\n');
+        text.push_str(&render(
+            &table::run_label(sim),
+            &table::run_label(&live.result),
+            &rows,
+        ));
+        text.push_str(&differences(&rows));
+        let absent = absent_on_live(sim, &live.result);
+        if !absent.is_empty() {
+            text.push_str(&format!(
+                "not printed by this kernel's /proc/vmstat: {}\n",
+                absent.join(", ")
+            ));
+        }
+    }
+    text.push_str(&kernel_run::notes(&scenario, &host, &live_runs));
+    text.push_str(
+        "live: /proc/vmstat and hugepages-* counters are machine-wide (other processes' faults and \
+         allocations count too); swap counters are the run's own, its zram being the only swap; \
+         memcg:* are the run's cgroups\n",
+    );
+    crate::print_stdout(&text);
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn result(profile: &str) -> RunResult {
+        RunResult {
+            profile: profile.into(),
+            variant: Some("64K".into()),
+            seed: 1,
+            sim_time_ns: 2_000_000,
+            vmstat: Default::default(),
+            mthp: Default::default(),
+            memcg: Default::default(),
+            zram: Default::default(),
+            tasks: vec![],
+            iterations: vec![],
+            series: Default::default(),
+        }
+    }
+
+    fn scenario() -> Scenario {
+        parse::parse_str(
+            "name = \"t\"\n[machine]\n[[machine.node]]\nmemory = \"1G\"\ncpus = 1\n[[task]]\nname = \"t\"\nops = [{ op = \"sleep\", time = \"1ms\" }]\n",
+            "t.toml",
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn rows_pair_counters_and_skip_what_neither_counted() {
+        let mut sim = result("v6.18");
+        let mut live = result("live-6.18.1");
+        live.sim_time_ns = 4_000_000;
+        sim.vmstat.insert("pswpout".into(), 100);
+        live.vmstat.insert("pswpout".into(), 100);
+        sim.vmstat.insert("pswpin".into(), 90);
+        live.vmstat.insert("pswpin".into(), 100);
+        sim.vmstat.insert("oom_kill".into(), 0);
+        live.vmstat.insert("oom_kill".into(), 0);
+        live.vmstat.insert("zswpout".into(), 5); // the simulator has no such counter
+        live.mthp.insert(
+            "8kB".into(),
+            [("swpout".to_string(), 0)].into_iter().collect(),
+        );
+        sim.mthp.insert(
+            "64kB".into(),
+            [("swpout".to_string(), 3)].into_iter().collect(),
+        );
+        live.mthp.insert(
+            "64kB".into(),
+            [("swpout".to_string(), 3), ("zswpout".to_string(), 0)]
+                .into_iter()
+                .collect(),
+        );
+        let rows = rows(&scenario(), &sim, &live);
+        let labels: Vec<&str> = rows.iter().map(|r| r.label.as_str()).collect();
+        assert_eq!(
+            labels,
+            vec![
+                "run time (ms)",
+                "pswpin",
+                "pswpout",
+                "hugepages-64kB/swpout"
+            ]
+        );
+        assert_eq!(rows[0].ratio(), Some(0.5));
+        assert_eq!(rows[1].ratio(), Some(0.9));
+        let d = differences(&rows);
+        assert!(
+            d.starts_with("counters equal: 2 of 3; differ (sim vs live): pswpin -10.0%"),
+            "{d}"
+        );
+        // a counter only the simulator has is not a row
+        sim.vmstat.insert("nr_tlb_local_flush_all".into(), 9);
+        assert_eq!(rows_len(&sim, &live), 4);
+        assert_eq!(absent_on_live(&sim, &live), vec!["nr_tlb_local_flush_all"]);
+    }
+
+    fn rows_len(sim: &RunResult, live: &RunResult) -> usize {
+        rows(&scenario(), sim, live).len()
+    }
+
+    #[test]
+    fn iteration_means_skip_nulls_and_can_start_later() {
+        let mut r = result("v6.18");
+        for pct in [json!(50.0), json!(null), json!(10.0), json!(20.0)] {
+            let mut m = serde_json::Map::new();
+            m.insert("fallback_pct".into(), pct);
+            r.iterations.push(m);
+        }
+        assert_eq!(iteration_mean(&r, "fallback_pct", 1), Some(80.0 / 3.0));
+        assert_eq!(iteration_mean(&r, "fallback_pct", 2), Some(15.0));
+        assert_eq!(iteration_mean(&r, "swpout_inc", 1), None);
+    }
+
+    #[test]
+    fn ratio_column_marks_equal_counters() {
+        let rows = vec![
+            Row::count("pswpout".into(), 131072, 131072),
+            Row::count("pswpin".into(), 5, 0),
+        ];
+        let text = render("v6.18/4K", "live-6.18/4K", &rows);
+        assert!(text.contains("1.000 ="), "{text}");
+        assert!(
+            text.lines().nth(2).unwrap().trim_end().ends_with('-'),
+            "{text}"
+        );
+        assert!(differences(&rows).contains("pswpin 5 vs 0"));
+    }
+}

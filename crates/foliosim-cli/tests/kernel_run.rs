@@ -1,0 +1,418 @@
+//! `foliosim kernel-run` on the machine the tests run on: after a successful run, a run whose
+//! program is killed, a run interrupted by SIGTERM and a run refused for a build option, every
+//! knob reads as before and no zram device, swap area or cgroup the run made remains.
+//!
+//! These need root, zram and a memory cgroup controller, and no swap already active. Where the
+//! machine lacks one, `kernel-run` refuses with exit status 3 before changing anything, and each
+//! test prints why and passes.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+/// Live runs change machine-wide state: one at a time.
+static LIVE: Mutex<()> = Mutex::new(());
+
+fn foliosim() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_foliosim"))
+}
+
+/// A scratch directory removed on drop.
+struct Scratch(PathBuf);
+
+impl Scratch {
+    fn new(tag: &str) -> Scratch {
+        let dir = std::env::temp_dir().join(format!(
+            "foliosim-kernel-run-test-{tag}-{}",
+            std::process::id()
+        ));
+        std::fs::create_dir_all(&dir).unwrap();
+        Scratch(dir)
+    }
+    fn write(&self, name: &str, text: &str) -> PathBuf {
+        let p = self.0.join(name);
+        std::fs::write(&p, text).unwrap();
+        p
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn read(path: &Path) -> Option<String> {
+    std::fs::read_to_string(path).ok()
+}
+
+/// Files under `dir` (recursively), sorted, with their contents.
+fn files_under(dir: &Path, skip: &dyn Fn(&Path) -> bool, out: &mut Vec<(String, String)>) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    let mut paths: Vec<PathBuf> = entries.flatten().map(|e| e.path()).collect();
+    paths.sort();
+    for p in paths {
+        if skip(&p) {
+            continue;
+        }
+        if p.is_dir() {
+            files_under(&p, skip, out);
+        } else if let Some(text) = read(&p) {
+            out.push((p.display().to_string(), text));
+        }
+    }
+}
+
+/// Directories named `foliosim-*` anywhere in the cgroup file systems.
+fn foliosim_cgroups(dir: &Path, depth: u32, out: &mut Vec<PathBuf>) {
+    if depth == 0 {
+        return;
+    }
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for e in entries.flatten() {
+        let p = e.path();
+        if !p.is_dir() || p.is_symlink() {
+            continue;
+        }
+        if e.file_name().to_string_lossy().starts_with("foliosim-") {
+            out.push(p.clone());
+        }
+        foliosim_cgroups(&p, depth - 1, out);
+    }
+}
+
+/// Everything a live run may touch: the knobs (THP and its per-size and khugepaged settings,
+/// the vm sysctls foliosim knows, NUMA balancing and demotion, zswap), the swap areas, the zram
+/// devices, and cgroups named like the runner's.
+fn machine_state() -> Vec<(String, String)> {
+    let mut state = Vec::new();
+    // counters change on their own; the rest of the directory is settings
+    let skip = |p: &Path| {
+        p.ends_with("stats")
+            || p.ends_with("khugepaged/full_scans")
+            || p.ends_with("khugepaged/pages_collapsed")
+    };
+    files_under(
+        Path::new("/sys/kernel/mm/transparent_hugepage"),
+        &skip,
+        &mut state,
+    );
+    for knob in [
+        "/proc/sys/vm/swappiness",
+        "/proc/sys/vm/page-cluster",
+        "/proc/sys/vm/min_free_kbytes",
+        "/proc/sys/vm/watermark_scale_factor",
+        "/proc/sys/kernel/numa_balancing",
+        "/sys/kernel/mm/numa/demotion_enabled",
+        "/sys/module/zswap/parameters/enabled",
+        "/proc/swaps",
+    ] {
+        state.push((knob.into(), read(Path::new(knob)).unwrap_or_default()));
+    }
+    let mut zram: Vec<String> = std::fs::read_dir("/sys/block")
+        .map(|d| {
+            d.flatten()
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .filter(|n| n.starts_with("zram"))
+                .collect()
+        })
+        .unwrap_or_default();
+    zram.sort();
+    for dev in zram {
+        let sys = Path::new("/sys/block").join(&dev);
+        for file in ["disksize", "comp_algorithm", "initstate"] {
+            state.push((
+                format!("{}/{file}", sys.display()),
+                read(&sys.join(file)).unwrap_or_default(),
+            ));
+        }
+    }
+    let mut cgroups = Vec::new();
+    foliosim_cgroups(Path::new("/sys/fs/cgroup"), 8, &mut cgroups);
+    for cg in cgroups {
+        state.push(("cgroup".into(), cg.display().to_string()));
+    }
+    state
+}
+
+fn assert_same_state(before: &[(String, String)], context: &str) {
+    let after = machine_state();
+    let diff: Vec<String> = before
+        .iter()
+        .zip(after.iter())
+        .filter(|(a, b)| a != b)
+        .map(|(a, b)| format!("{} {:?} -> {} {:?}", a.0, a.1.trim(), b.0, b.1.trim()))
+        .collect();
+    assert!(
+        diff.is_empty() && before.len() == after.len(),
+        "{context}: the machine differs after the run ({} vs {} entries): {diff:?}",
+        before.len(),
+        after.len()
+    );
+}
+
+/// A tiny pageout run: 16 MiB of 64K folios written, paged out to a 64 MiB zram, read back, in
+/// a 64 MiB cgroup, with knobs moved away from their usual values.
+const PAGEOUT: &str = r#"
+name = "kernel-run-test"
+profiles = ["v6.18"]
+
+[machine]
+[[machine.node]]
+memory = "1G"
+cpus = 2
+
+[[swap]]
+name = "zram0"
+kind = "zram"
+size = "64M"
+
+[[cgroup]]
+name = "bench"
+"memory.max" = "64M"
+
+[knobs]
+"/sys/kernel/mm/transparent_hugepage/enabled" = "never"
+"/sys/kernel/mm/transparent_hugepage/hugepages-2048kB/enabled" = "never"
+"/sys/kernel/mm/transparent_hugepage/hugepages-64kB/enabled" = "always"
+"/sys/kernel/mm/transparent_hugepage/khugepaged/max_ptes_none" = "255"
+"/sys/kernel/mm/transparent_hugepage/shrink_underused" = "0"
+"/proc/sys/vm/swappiness" = "100"
+
+[[variant]]
+name = "plain"
+
+[[variant]]
+name = "no-thp-swap"
+knobs = { "CONFIG_THP_SWAP" = "n" }
+
+[[task]]
+name = "pageout"
+cgroup = "bench"
+ops = [
+  { op = "mmap", region = "mem", size = "16M" },
+  { op = "touch", region = "mem", access = "write", pattern = "sequential", data = "nonzero" },
+  { op = "madvise", region = "mem", advice = "pageout" },
+  { op = "touch", region = "mem", access = "read", pattern = "sequential" },
+  { op = "munmap", region = "mem" },
+]
+"#;
+
+/// A program that waits, to be killed or interrupted.
+const SLEEPER: &str = r#"
+name = "kernel-run-sleeper"
+profiles = ["v6.18"]
+
+[machine]
+[[machine.node]]
+memory = "1G"
+cpus = 2
+
+[[swap]]
+name = "zram0"
+kind = "zram"
+size = "32M"
+
+[knobs]
+"/sys/kernel/mm/transparent_hugepage/hugepages-32kB/enabled" = "always"
+"/proc/sys/vm/page-cluster" = "0"
+
+[[task]]
+name = "sleeper"
+ops = [
+  { op = "mmap", region = "mem", size = "4M" },
+  { op = "touch", region = "mem", access = "write", pattern = "sequential", data = "nonzero" },
+  { op = "sleep", time = "60s" },
+]
+"#;
+
+fn text(out: &Output) -> String {
+    format!(
+        "status {:?}\nstdout:\n{}\nstderr:\n{}",
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+/// Runs kernel-run; None (with the reason printed) when this machine cannot do live runs.
+fn kernel_run(args: &[&str]) -> Option<Output> {
+    let out = foliosim().arg("kernel-run").args(args).output().unwrap();
+    if out.status.code() == Some(3) {
+        let reason = String::from_utf8_lossy(&out.stderr);
+        if !reason.contains("CONFIG_THP_SWAP") {
+            eprintln!("skipping live test: {}", reason.trim());
+            return None;
+        }
+    }
+    Some(out)
+}
+
+#[test]
+fn a_successful_run_reads_the_counters_and_leaves_the_machine_as_it_was() {
+    let _one = LIVE.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = Scratch::new("ok");
+    let scenario = dir.write("pageout.toml", PAGEOUT);
+    let json = dir.0.join("out.json");
+    let before = machine_state();
+    let Some(out) = kernel_run(&[
+        scenario.to_str().unwrap(),
+        "--variant",
+        "plain",
+        "--json",
+        json.to_str().unwrap(),
+    ]) else {
+        return;
+    };
+    assert_same_state(&before, "after a successful run");
+    assert!(out.status.success(), "{}", text(&out));
+    let doc: serde_json::Value = serde_json::from_str(&read(&json).unwrap()).unwrap();
+    let run = &doc["runs"][0];
+    assert!(run["profile"].as_str().unwrap().starts_with("live-"));
+    assert_eq!(run["variant"], "plain");
+    // 16 MiB out and back in: 256 folios of 64 KiB (other processes' idle pages may join them
+    // in a machine whose DAMON pages out, hence at least)
+    assert!(run["vmstat"]["pswpout"].as_u64().unwrap() >= 4096, "{run}");
+    assert!(
+        run["mthp"]["64kB"]["swpout"].as_u64().unwrap() >= 256,
+        "{run}"
+    );
+    assert!(
+        run["memcg"]["bench"]["pgmajfault"].as_u64().unwrap() >= 256,
+        "{run}"
+    );
+    assert_eq!(run["tasks"][0]["name"], "pageout");
+    assert_eq!(run["tasks"][0]["touches"], 8192);
+    assert_eq!(run["live"]["swap"][0]["name"], "zram0");
+    assert!(run["live"]["knobs_written"]
+        .as_object()
+        .unwrap()
+        .contains_key("/proc/sys/vm/swappiness"));
+}
+
+#[test]
+fn a_run_refused_for_a_build_option_changes_nothing() {
+    let _one = LIVE.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = Scratch::new("refused");
+    let scenario = dir.write("pageout.toml", PAGEOUT);
+    let before = machine_state();
+    let Some(out) = kernel_run(&[scenario.to_str().unwrap(), "--variant", "no-thp-swap"]) else {
+        return;
+    };
+    assert_same_state(&before, "after a refused run");
+    // a kernel built without THP_SWAP would run it: then it only has to succeed
+    if !out.status.success() {
+        assert_eq!(out.status.code(), Some(3), "{}", text(&out));
+        assert!(
+            String::from_utf8_lossy(&out.stderr).contains("CONFIG_THP_SWAP"),
+            "{}",
+            text(&out)
+        );
+    }
+}
+
+/// Starts kernel-run on the sleeper and waits until its program runs; returns the child and the
+/// program's pid, or None when the machine cannot do live runs.
+fn start_sleeper(dir: &Scratch) -> Option<(std::process::Child, i32)> {
+    let scenario = dir.write("sleeper.toml", SLEEPER);
+    let mut child = foliosim()
+        .arg("kernel-run")
+        .arg(&scenario)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let prefix = format!("foliosim-{}-", child.id());
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            let out = child.wait_with_output().unwrap();
+            if status.code() == Some(3) {
+                eprintln!(
+                    "skipping live test: {}",
+                    String::from_utf8_lossy(&out.stderr).trim()
+                );
+                return None;
+            }
+            panic!("kernel-run ended early: {}", text(&out));
+        }
+        let mut cgroups = Vec::new();
+        foliosim_cgroups(Path::new("/sys/fs/cgroup"), 8, &mut cgroups);
+        let pid = cgroups
+            .iter()
+            .filter(|c| {
+                c.file_name()
+                    .is_some_and(|n| n.to_string_lossy().starts_with(&prefix))
+            })
+            .flat_map(|c| {
+                read(&c.join("cgroup.procs"))
+                    .unwrap_or_default()
+                    .split_whitespace()
+                    .filter_map(|p| p.parse::<i32>().ok())
+                    .collect::<Vec<_>>()
+            })
+            .find(|pid| {
+                read(Path::new(&format!("/proc/{pid}/comm")))
+                    .is_some_and(|c| c.trim() == "ops_player")
+            });
+        if let Some(pid) = pid {
+            // let it map and write its memory first
+            std::thread::sleep(Duration::from_millis(300));
+            return Some((child, pid));
+        }
+        assert!(Instant::now() < deadline, "the program never started");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn send(signal: &str, pid: i32) {
+    let status = Command::new("kill")
+        .arg(format!("-{signal}"))
+        .arg(pid.to_string())
+        .status()
+        .unwrap();
+    assert!(status.success());
+}
+
+#[test]
+fn a_run_whose_program_is_killed_fails_and_leaves_the_machine_as_it_was() {
+    let _one = LIVE.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = Scratch::new("killed");
+    let before = machine_state();
+    let Some((child, program)) = start_sleeper(&dir) else {
+        return;
+    };
+    send("KILL", program);
+    let out = child.wait_with_output().unwrap();
+    assert_same_state(&before, "after a run whose program was killed");
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("killed by signal 9"),
+        "{}",
+        text(&out)
+    );
+}
+
+#[test]
+fn an_interrupted_run_leaves_the_machine_as_it_was() {
+    let _one = LIVE.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = Scratch::new("interrupted");
+    let before = machine_state();
+    let Some((child, _)) = start_sleeper(&dir) else {
+        return;
+    };
+    send("TERM", child.id() as i32);
+    let out = child.wait_with_output().unwrap();
+    assert_same_state(&before, "after an interrupted run");
+    assert_eq!(out.status.code(), Some(128 + 15), "{}", text(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("interrupted by SIGTERM"),
+        "{}",
+        text(&out)
+    );
+}

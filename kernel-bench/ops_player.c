@@ -1,0 +1,460 @@
+/*
+ * Plays a foliosim task program (a scenario's `ops = [...]`, or a generator expanded to
+ * operations) on the running kernel, one operation after another, the way foliosim's engine
+ * executes it (crates/foliosim/src/workload/exec.rs): regions are anonymous private mappings
+ * (2 MiB-aligned), touches visit pages, a write fills each page with the operation's content
+ * class, a read loads one word of each page.
+ *
+ * Usage: ops_player NAME OPS_FILE
+ *
+ * OPS_FILE has one operation per line (written by `foliosim kernel-run`); "-" is "to the end"
+ * for a length and "the default" for a count:
+ *   mmap REGION SIZE_BYTES
+ *   munmap REGION
+ *   madvise REGION hugepage|nohugepage|pageout|cold|dontneed OFFSET LEN
+ *   touch REGION read|write sequential|random|zipf THETA_MILLI OFFSET LEN COUNT DATA WORK_NS
+ *   fork NAME            the child's operations follow, up to a line "end"
+ *   sleep NS
+ *   barrier NAME         prints a `barrier` record, then waits for a line on stdin
+ *   exit
+ *   iteration_start
+ *   iteration_end time|mthp ORDER
+ *
+ * Random touches draw pages from a generator of their own (xorshift, seeded per task and
+ * operation), and zipf touches rank pages by an exact cumulative table: the distributions are
+ * foliosim's, the sequences are not.
+ */
+#include <math.h>
+#include <sys/wait.h>
+
+#include "bench.h"
+
+#define MAX_REGIONS 64
+#define MAX_TOKENS 12
+#define NR_ORDERS 10
+#define THP_DIR "/sys/kernel/mm/transparent_hugepage"
+
+enum op_kind {
+	OP_MMAP, OP_MUNMAP, OP_MADVISE, OP_TOUCH, OP_FORK, OP_SLEEP, OP_BARRIER, OP_EXIT,
+	OP_ITERATION_START, OP_ITERATION_END,
+};
+
+struct op {
+	enum op_kind kind;
+	char name[64];		/* region, fork child or barrier */
+	int advice;
+	int write, pattern;	/* pattern: 0 sequential, 1 random, 2 zipf */
+	uint64_t size, offset, len, count, theta_milli, data, work_ns, ns;
+	int has_len, has_count;
+	int report_order;	/* iteration_end: -1 time only, else the mTHP order */
+	struct op *child;	/* fork: the child's program */
+	size_t nr_child;
+};
+
+struct region {
+	char name[64];
+	char *start;
+	uint64_t size;
+};
+
+static struct region regions[MAX_REGIONS];
+static uint64_t touches;
+static uint64_t iteration_start_ns;
+static unsigned long iteration_swpout[NR_ORDERS], iteration_fallback[NR_ORDERS];
+static volatile uint64_t read_sink;
+
+static void fail(const char *file, int line, const char *message)
+{
+	fprintf(stderr, "%s:%d: %s\n", file, line, message);
+	exit(2);
+}
+
+static uint64_t number(const char *token, const char *file, int line)
+{
+	char *end;
+	unsigned long long v;
+
+	errno = 0;
+	v = strtoull(token, &end, 10);
+	if (errno || end == token || *end || token[0] == '-')
+		fail(file, line, "expected a non-negative integer");
+	return v;
+}
+
+/* Parses operations up to "end" or end of file into a new array. */
+static struct op *parse(FILE *f, const char *file, int *line, size_t *nr, int nested)
+{
+	struct op *ops = NULL;
+	size_t cap = 0;
+	char buf[512];
+
+	*nr = 0;
+	while (fgets(buf, sizeof(buf), f)) {
+		char *tok[MAX_TOKENS], *save = NULL, *p;
+		int n = 0;
+		struct op op = { .report_order = -1 };
+
+		(*line)++;
+		for (p = strtok_r(buf, " \t\n", &save); p && n < MAX_TOKENS;
+		     p = strtok_r(NULL, " \t\n", &save))
+			tok[n++] = p;
+		if (!n)
+			continue;
+		if (!strcmp(tok[0], "end")) {
+			if (!nested)
+				fail(file, *line, "\"end\" outside a fork");
+			return ops;
+		}
+		if (n > 1) {
+			if (strlen(tok[1]) >= sizeof(op.name))
+				fail(file, *line, "name too long");
+			strcpy(op.name, tok[1]);
+		}
+		if (!strcmp(tok[0], "mmap") && n == 3) {
+			op.kind = OP_MMAP;
+			op.size = number(tok[2], file, *line);
+		} else if (!strcmp(tok[0], "munmap") && n == 2) {
+			op.kind = OP_MUNMAP;
+		} else if (!strcmp(tok[0], "madvise") && n == 5) {
+			op.kind = OP_MADVISE;
+			if (!strcmp(tok[2], "hugepage"))
+				op.advice = MADV_HUGEPAGE;
+			else if (!strcmp(tok[2], "nohugepage"))
+				op.advice = MADV_NOHUGEPAGE;
+			else if (!strcmp(tok[2], "pageout"))
+				op.advice = MADV_PAGEOUT;
+			else if (!strcmp(tok[2], "cold"))
+				op.advice = MADV_COLD;
+			else if (!strcmp(tok[2], "dontneed"))
+				op.advice = MADV_DONTNEED;
+			else
+				fail(file, *line, "unknown advice");
+			op.offset = number(tok[3], file, *line);
+			op.has_len = strcmp(tok[4], "-") != 0;
+			op.len = op.has_len ? number(tok[4], file, *line) : 0;
+		} else if (!strcmp(tok[0], "touch") && n == 10) {
+			op.kind = OP_TOUCH;
+			if (strcmp(tok[2], "read") && strcmp(tok[2], "write"))
+				fail(file, *line, "expected read or write");
+			op.write = !strcmp(tok[2], "write");
+			if (!strcmp(tok[3], "sequential"))
+				op.pattern = 0;
+			else if (!strcmp(tok[3], "random"))
+				op.pattern = 1;
+			else if (!strcmp(tok[3], "zipf"))
+				op.pattern = 2;
+			else
+				fail(file, *line, "unknown pattern");
+			op.theta_milli = number(tok[4], file, *line);
+			op.offset = number(tok[5], file, *line);
+			op.has_len = strcmp(tok[6], "-") != 0;
+			op.len = op.has_len ? number(tok[6], file, *line) : 0;
+			op.has_count = strcmp(tok[7], "-") != 0;
+			op.count = op.has_count ? number(tok[7], file, *line) : 0;
+			op.data = number(tok[8], file, *line);
+			op.work_ns = number(tok[9], file, *line);
+		} else if (!strcmp(tok[0], "fork") && n == 2) {
+			op.kind = OP_FORK;
+			op.child = parse(f, file, line, &op.nr_child, 1);
+		} else if (!strcmp(tok[0], "sleep") && n == 2) {
+			op.kind = OP_SLEEP;
+			op.ns = number(tok[1], file, *line);
+		} else if (!strcmp(tok[0], "barrier") && n == 2) {
+			op.kind = OP_BARRIER;
+		} else if (!strcmp(tok[0], "exit") && n == 1) {
+			op.kind = OP_EXIT;
+		} else if (!strcmp(tok[0], "iteration_start") && n == 1) {
+			op.kind = OP_ITERATION_START;
+		} else if (!strcmp(tok[0], "iteration_end") && n >= 2) {
+			op.kind = OP_ITERATION_END;
+			if (!strcmp(tok[1], "mthp") && n == 3)
+				op.report_order = (int)number(tok[2], file, *line);
+			else if (strcmp(tok[1], "time") || n != 2)
+				fail(file, *line, "expected iteration_end time or iteration_end mthp ORDER");
+			if (op.report_order >= NR_ORDERS)
+				fail(file, *line, "order out of range");
+		} else {
+			fail(file, *line, "unknown operation or wrong number of fields");
+		}
+		if (*nr == cap) {
+			cap = cap ? 2 * cap : 16;
+			ops = realloc(ops, cap * sizeof(*ops));
+			if (!ops)
+				die("realloc");
+		}
+		ops[(*nr)++] = op;
+	}
+	if (nested)
+		fail(file, *line, "fork without \"end\"");
+	return ops;
+}
+
+static struct region *region(const char *name)
+{
+	for (int i = 0; i < MAX_REGIONS; i++)
+		if (regions[i].start && !strcmp(regions[i].name, name))
+			return &regions[i];
+	fprintf(stderr, "region %s is not mapped\n", name);
+	exit(1);
+}
+
+/* Pages [from, to) of a region for an offset and optional length, as foliosim's page_range. */
+static void page_range(const struct region *r, const struct op *op, uint64_t *from, uint64_t *to)
+{
+	uint64_t nr = r->size / PAGE_BYTES;
+
+	*from = op->offset / PAGE_BYTES;
+	if (*from > nr)
+		*from = nr;
+	*to = nr;
+	if (op->has_len) {
+		uint64_t end = *from + (op->len + PAGE_BYTES - 1) / PAGE_BYTES;
+
+		*to = end < nr ? end : nr;
+	}
+}
+
+static uint64_t rng_state;
+
+static uint64_t below(uint64_t n)
+{
+	return xorshift64(&rng_state) % n;
+}
+
+static void spin(uint64_t ns)
+{
+	uint64_t until = now_ns() + ns;
+
+	while (now_ns() < until)
+		;
+}
+
+static void touch(const struct op *op)
+{
+	struct region *r = region(op->name);
+	uint64_t from, to, nr, count;
+	double *cdf = NULL;
+
+	page_range(r, op, &from, &to);
+	nr = to - from;
+	count = op->has_count ? op->count : nr;
+	if (!nr)
+		return;
+	if (op->pattern == 2) {
+		/* cumulative weights of ranks 0..nr-1, weight 1/(rank+1)^theta */
+		double theta = op->theta_milli / 1000.0, sum = 0;
+
+		cdf = malloc(nr * sizeof(*cdf));
+		if (!cdf)
+			die("malloc");
+		for (uint64_t k = 0; k < nr; k++) {
+			sum += pow((double)(k + 1), -theta);
+			cdf[k] = sum;
+		}
+	}
+	for (uint64_t i = 0; i < count; i++) {
+		uint64_t page;
+		char *addr;
+
+		if (op->pattern == 0) {
+			page = i % nr;
+		} else if (op->pattern == 1) {
+			page = below(nr);
+		} else {
+			double u = (double)(xorshift64(&rng_state) >> 11) / 9007199254740992.0 *
+				   cdf[nr - 1];
+			uint64_t lo = 0, hi = nr - 1;
+
+			while (lo < hi) {
+				uint64_t mid = (lo + hi) / 2;
+
+				if (cdf[mid] <= u)
+					lo = mid + 1;
+				else
+					hi = mid;
+			}
+			page = lo;
+		}
+		addr = r->start + (from + page) * PAGE_BYTES;
+		if (op->write)
+			fill_page(addr, (unsigned int)op->data, from + page + i);
+		else
+			read_sink += *(volatile uint64_t *)addr;
+		touches++;
+		if (op->work_ns)
+			spin(op->work_ns);
+	}
+	free(cdf);
+}
+
+static void read_mthp_counters(unsigned long *swpout, unsigned long *fallback)
+{
+	char path[256];
+
+	for (int order = 0; order < NR_ORDERS; order++) {
+		snprintf(path, sizeof(path), THP_DIR "/hugepages-%lukB/stats/swpout",
+			 4UL << order);
+		swpout[order] = read_counter(path);
+		snprintf(path, sizeof(path), THP_DIR "/hugepages-%lukB/stats/swpout_fallback",
+			 4UL << order);
+		fallback[order] = read_counter(path);
+	}
+}
+
+static void run(const char *name, const struct op *ops, size_t nr);
+
+static pid_t children[4096];
+static int nr_children;
+
+static void play(const char *name, const struct op *op)
+{
+	switch (op->kind) {
+	case OP_MMAP: {
+		int free_slot = -1;
+
+		for (int i = 0; i < MAX_REGIONS; i++) {
+			if (regions[i].start && !strcmp(regions[i].name, op->name)) {
+				/* mapping a name again replaces it, as in foliosim */
+				unmap_aligned(regions[i].start, regions[i].size);
+				regions[i].start = NULL;
+			}
+			if (!regions[i].start && free_slot < 0)
+				free_slot = i;
+		}
+		if (free_slot < 0) {
+			fprintf(stderr, "more than %d regions\n", MAX_REGIONS);
+			exit(1);
+		}
+		strcpy(regions[free_slot].name, op->name);
+		regions[free_slot].size = (op->size + PAGE_BYTES - 1) & ~(PAGE_BYTES - 1);
+		regions[free_slot].start = map_aligned(regions[free_slot].size);
+		break;
+	}
+	case OP_MUNMAP: {
+		struct region *r = region(op->name);
+
+		unmap_aligned(r->start, r->size);
+		r->start = NULL;
+		break;
+	}
+	case OP_MADVISE: {
+		struct region *r = region(op->name);
+		uint64_t from, to;
+
+		page_range(r, op, &from, &to);
+		if (to > from &&
+		    madvise(r->start + from * PAGE_BYTES, (to - from) * PAGE_BYTES, op->advice))
+			die("madvise");
+		break;
+	}
+	case OP_TOUCH:
+		touch(op);
+		break;
+	case OP_FORK: {
+		pid_t pid;
+
+		fflush(stdout);
+		pid = fork();
+		if (pid < 0)
+			die("fork");
+		if (pid == 0) {
+			nr_children = 0;
+			touches = 0;
+			rng_state ^= 0x5851f42d4c957f2dULL;
+			run(op->name, op->child, op->nr_child);
+			exit(0);
+		}
+		if (nr_children == (int)(sizeof(children) / sizeof(children[0]))) {
+			fprintf(stderr, "too many forks\n");
+			exit(1);
+		}
+		children[nr_children++] = pid;
+		break;
+	}
+	case OP_SLEEP: {
+		struct timespec ts = { .tv_sec = (time_t)(op->ns / 1000000000ULL),
+				       .tv_nsec = (long)(op->ns % 1000000000ULL) };
+
+		while (nanosleep(&ts, &ts) && errno == EINTR)
+			;
+		break;
+	}
+	case OP_BARRIER: {
+		char line[64];
+
+		printf("barrier name=%s task=%s\n", op->name, name);
+		fflush(stdout);
+		if (!fgets(line, sizeof(line), stdin)) {
+			fprintf(stderr, "barrier %s: no release on stdin\n", op->name);
+			exit(1);
+		}
+		break;
+	}
+	case OP_EXIT:
+		break;
+	case OP_ITERATION_START:
+		read_mthp_counters(iteration_swpout, iteration_fallback);
+		iteration_start_ns = now_ns();
+		break;
+	case OP_ITERATION_END: {
+		uint64_t time_ns = now_ns() - iteration_start_ns;
+
+		if (op->report_order < 0) {
+			printf("iteration time_ns=%" PRIu64 "\n", time_ns);
+		} else {
+			unsigned long swpout[NR_ORDERS], fallback[NR_ORDERS];
+			int o = op->report_order;
+
+			read_mthp_counters(swpout, fallback);
+			printf("iteration time_ns=%" PRIu64 " swpout_inc=%lu fallback_inc=%lu\n",
+			       time_ns, swpout[o] - iteration_swpout[o],
+			       fallback[o] - iteration_fallback[o]);
+		}
+		fflush(stdout);
+		break;
+	}
+	}
+}
+
+/* Runs a program, reports the task and waits for the children it forked. */
+static void run(const char *name, const struct op *ops, size_t nr)
+{
+	for (size_t i = 0; i < nr && ops[i].kind != OP_EXIT; i++)
+		play(name, &ops[i]);
+	report_task(name, touches, "");
+	for (int i = 0; i < nr_children; i++) {
+		int status;
+
+		if (waitpid(children[i], &status, 0) < 0)
+			die("waitpid");
+		if (WIFSIGNALED(status)) {
+			printf("killed pid=%d killed_by=%d\n", (int)children[i], WTERMSIG(status));
+			fflush(stdout);
+		}
+	}
+}
+
+int main(int argc, char **argv)
+{
+	struct op *ops;
+	size_t nr;
+	int line = 0;
+	FILE *f;
+
+	if (argc != 3) {
+		fprintf(stderr, "usage: ops_player NAME OPS_FILE\n");
+		return 2;
+	}
+	f = fopen(argv[2], "r");
+	if (!f)
+		die(argv[2]);
+	ops = parse(f, argv[2], &line, &nr, 0);
+	fclose(f);
+	rng_state = 0x9e3779b97f4a7c15ULL;
+	for (const char *c = argv[1]; *c; c++)
+		rng_state = (rng_state ^ (unsigned char)*c) * 0x100000001b3ULL;
+	if (!rng_state)
+		rng_state = 1;
+	run(argv[1], ops, nr);
+	return 0;
+}
