@@ -53,8 +53,13 @@ fn memcg_reclaim_swaps_out_the_excess_and_uncharges_everything_at_exit() {
         "pswpout {pswpout}"
     );
     assert_eq!(
-        r.vmstat["pgsteal_direct"], pswpout,
-        "memcg reclaim is direct reclaim"
+        r.memcg["cg"]["pgsteal"], pswpout,
+        "the memcg reclaimed it all"
+    );
+    assert_eq!(r.vmstat["pgsteal_anon"], pswpout);
+    assert_eq!(
+        r.vmstat["pgsteal_direct"], 0,
+        "limit reclaim is not counted as global direct reclaim"
     );
     assert_eq!(
         r.vmstat["pgscan_kswapd"], 0,

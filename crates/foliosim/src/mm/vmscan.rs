@@ -64,6 +64,8 @@ pub struct ScanControl {
     pub may_deactivate: bool,
     /// MADV_PAGEOUT reclaims to swap, never to a lower tier.
     pub no_demotion: bool,
+    /// Reclaim of one memcg at its limit (sc->target_mem_cgroup set).
+    pub cgroup_reclaim: bool,
 }
 
 impl ScanControl {
@@ -76,6 +78,7 @@ impl ScanControl {
             ignore_references: false,
             may_deactivate: false,
             no_demotion: false,
+            cgroup_reclaim: false,
         }
     }
 }
@@ -303,26 +306,32 @@ impl Kernel {
         list.clear();
         let scanned = self.isolate_lru_folios(lv, Lru::InactiveAnon, nr_to_scan, &mut list);
         let memcg = lv / self.nodes.len();
-        self.stat.count(
-            if sc.is_kswapd {
-                Vm::PgscanKswapd
-            } else {
-                Vm::PgscanDirect
-            },
-            scanned,
-        );
+        // pgscan/pgsteal_{kswapd,direct} count only global reclaim; a memcg's own reclaim shows
+        // in its memory.stat and in pgscan_anon/pgsteal_anon.
+        if !sc.cgroup_reclaim {
+            self.stat.count(
+                if sc.is_kswapd {
+                    Vm::PgscanKswapd
+                } else {
+                    Vm::PgscanDirect
+                },
+                scanned,
+            );
+        }
         self.stat.count(Vm::PgscanAnon, scanned);
         self.memcgs[memcg].count(Memcg::Pgscan, scanned);
         let reclaimed = self.shrink_folio_list(&mut list, sc);
         sc.nr_reclaimed += reclaimed;
-        self.stat.count(
-            if sc.is_kswapd {
-                Vm::PgstealKswapd
-            } else {
-                Vm::PgstealDirect
-            },
-            reclaimed,
-        );
+        if !sc.cgroup_reclaim {
+            self.stat.count(
+                if sc.is_kswapd {
+                    Vm::PgstealKswapd
+                } else {
+                    Vm::PgstealDirect
+                },
+                reclaimed,
+            );
+        }
         self.stat.count(Vm::PgstealAnon, reclaimed);
         self.memcgs[memcg].count(Memcg::Pgsteal, reclaimed);
         self.reclaim_scratch = list;
@@ -523,6 +532,7 @@ impl Kernel {
     pub fn try_to_free_mem_cgroup_pages(&mut self, memcg: u16, nr_pages: u64) -> u64 {
         let start_ns = self.clock_ns;
         let mut sc = ScanControl::new(nr_pages.max(SWAP_CLUSTER_MAX), false);
+        sc.cgroup_reclaim = true;
         loop {
             self.shrink_deferred_split(sc.priority);
             for node in 0..self.nodes.len() as u32 {
