@@ -114,9 +114,10 @@ pub struct MemMap {
 
 impl MemMap {
     pub fn new(nr_pages: usize) -> Self {
-        MemMap {
-            pages: vec![Page::EMPTY; nr_pages],
-        }
+        let mut pages = Vec::with_capacity(nr_pages);
+        crate::sim::hugepage_hint(pages.spare_capacity_mut());
+        pages.resize(nr_pages, Page::EMPTY);
+        MemMap { pages }
     }
 
     #[inline]

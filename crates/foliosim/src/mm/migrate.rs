@@ -278,7 +278,8 @@ impl Kernel {
                 self.mem.set(dst, f);
             }
         }
-        self.access_time_ms[dst as usize] = self.access_time_ms[src as usize];
+        let stamp = self.folio_xchg_access_time(src, 0);
+        self.folio_xchg_access_time(dst, stamp);
         let ad = self.spec.knobs.swap_migration_ad_supported;
         for e in entries {
             let old = e.pte;

@@ -86,8 +86,9 @@ pub struct Kernel {
     pub pgdat_numa: Vec<numa_balancing::NumaPgdat>,
     /// Hint faults due in Poisson-read regions, earliest first (workload::poisson).
     pub poisson_events: crate::workload::poisson::EventWheel,
-    /// Per frame: the folio's last NUMA scan time in ms (kept in last_cpupid by the kernel).
-    pub access_time_ms: Vec<u32>,
+    /// Per node, per frame of a lower-tier node: the folio's last NUMA scan time in ms (kept in
+    /// last_cpupid by the kernel; top-tier nodes keep none, as they never use it).
+    pub access_time_ms: Vec<Vec<u32>>,
     /// Reused list of isolated folios, so reclaim does not allocate.
     pub reclaim_scratch: Vec<folio::FolioId>,
     /// Large folios waiting for the deferred-split shrinker (with stale entries skipped on scan).
@@ -179,7 +180,6 @@ impl Kernel {
         let cpu_tlbs = (0..cpus.len())
             .map(|_| tlb::CpuTlb::new(hw.dtlb_entries as usize))
             .collect();
-        let nr_frames = mem.pages.len();
 
         let mut k = Kernel {
             spec: spec.clone(),
@@ -206,7 +206,7 @@ impl Kernel {
             migrc: migrate::Migrc::default(),
             memory_tiers,
             pgdat_numa: vec![numa_balancing::NumaPgdat::default(); sc.machine.nodes.len()],
-            access_time_ms: vec![0; nr_frames],
+            access_time_ms: Vec::new(),
             poisson_events: Default::default(),
             reclaim_scratch: Vec::new(),
             iterations: Vec::new(),
@@ -217,6 +217,12 @@ impl Kernel {
             slot_cache: swap_slots::SlotCache::new(spec.scenario.machine.nr_cpus() as usize),
         };
         k.zram_pages = vec![Vec::new(); k.swap.len()];
+        k.access_time_ms = (0..k.nodes.len() as u32)
+            .map(|n| match k.memory_tiers.node_is_toptier(n) {
+                true => Vec::new(),
+                false => vec![0; k.zones[n as usize].nr_pages as usize],
+            })
+            .collect();
         k.zeromap = k.swap.iter().map(|s| vec![false; s.max as usize]).collect();
         k.spawn_kernel_threads();
         k.spawn_workload()?;

@@ -36,6 +36,16 @@ pub struct NumaPgdat {
 }
 
 impl Kernel {
+    /// folio_xchg_access_time: a lower-tier folio's access time, replaced by `ms`.
+    pub fn folio_xchg_access_time(&mut self, folio: FolioId, ms: u32) -> u32 {
+        let node = self.pfn_node(folio) as usize;
+        let i = (folio - self.zones[node].start_pfn) as usize;
+        match self.access_time_ms[node].get_mut(i) {
+            Some(t) => std::mem::replace(t, ms),
+            None => 0,
+        }
+    }
+
     fn now_ms(&self) -> u64 {
         self.clock_ns / NS_PER_MS
     }
@@ -154,7 +164,7 @@ impl Kernel {
                 continue;
             }
             if self.numa_tiering() && !toptier {
-                self.access_time_ms[folio as usize] = now_ms;
+                self.folio_xchg_access_time(folio, now_ms);
             }
             let p = &mut self.mms[mm as usize].vmas[vi].ptes[idx];
             *p = (*p | pt::PROTNONE) & !pt::WRITE;
@@ -222,7 +232,7 @@ impl Kernel {
             th => th,
         };
         let now = self.now_ms() as u32;
-        let stamp = std::mem::replace(&mut self.access_time_ms[folio as usize], now);
+        let stamp = self.folio_xchg_access_time(folio, now);
         if now.wrapping_sub(stamp) as u64 >= th {
             return false;
         }

@@ -114,8 +114,10 @@ impl CpuTlb {
 
     #[inline]
     fn slot(&self, tag: u64) -> usize {
-        // Fibonacci hashing spreads neighbouring pages over the sets, as the STLB's index bits do.
-        ((tag.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 32) % self.tags.len() as u64) as usize
+        // Fibonacci hashing spreads neighbouring pages over the sets, as the STLB's index bits do;
+        // multiply-shift maps the hash onto the entries without a division.
+        let hash = tag.wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        ((hash as u128 * self.tags.len() as u128) >> 64) as usize
     }
 
     /// Looks up and fills the translation; true on a hit.

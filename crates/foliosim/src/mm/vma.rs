@@ -112,7 +112,12 @@ impl Kernel {
         m.vmas.push(Vma {
             start,
             flags: 0,
-            ptes: vec![pt::PTE_NONE; nr_pages as usize],
+            ptes: {
+                let mut ptes = Vec::with_capacity(nr_pages as usize);
+                crate::sim::hugepage_hint(ptes.spare_capacity_mut());
+                ptes.resize(nr_pages as usize, pt::PTE_NONE);
+                ptes
+            },
             poisson: None,
         });
         m.vmas.sort_by_key(|v| v.start);

@@ -3,6 +3,34 @@
 
 pub mod rng;
 
+/// Asks the host kernel to back a large array of the simulator with transparent huge pages
+/// (MADV_HUGEPAGE), so that random accesses to simulated page tables and page structs do not
+/// also miss the host's TLB. Only a hint: nothing changes if the host ignores it.
+pub fn hugepage_hint<T>(data: &[T]) {
+    const HINT_MIN_BYTES: usize = 4 << 20;
+    let bytes = std::mem::size_of_val(data);
+    if bytes < HINT_MIN_BYTES {
+        return;
+    }
+    #[cfg(target_os = "linux")]
+    {
+        const MADV_HUGEPAGE: i32 = 14;
+        const PAGE: usize = 4096;
+        extern "C" {
+            fn madvise(addr: *mut std::ffi::c_void, len: usize, advice: i32) -> i32;
+        }
+        let start = (data.as_ptr() as usize).next_multiple_of(PAGE);
+        let end = (data.as_ptr() as usize + bytes) & !(PAGE - 1);
+        if end > start {
+            // SAFETY: madvise only changes how the kernel backs these pages, which belong to a
+            // live allocation of ours; it does not read or write them.
+            unsafe {
+                madvise(start as *mut std::ffi::c_void, end - start, MADV_HUGEPAGE);
+            }
+        }
+    }
+}
+
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 

@@ -634,6 +634,7 @@ impl Kernel {
                     prefetch(pte);
                 }
             }
+            prefetch(self.cpu_tlbs[self.current_cpu as usize].entry(mm, ts.base + page));
         }
         ts.ahead[(ts.done % TOUCH_AHEAD as u64) as usize]
     }
