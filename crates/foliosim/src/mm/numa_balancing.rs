@@ -479,4 +479,23 @@ ops = [{ op = "mmap", region = "a", size = "4M" }]
         assert!(k.migrc.folios.is_empty());
         assert_eq!(k.stat.get(Vm::NrTlbRemoteFlush), 1);
     }
+
+    #[test]
+    fn a_cpu_the_task_left_is_lazy_and_takes_no_interrupt() {
+        let (mut k, t, mm) = boot("v6.9");
+        k.cpu_tlbs[1].last_task = u32::MAX;
+        // The task moves from CPU 0 to CPU 1; CPU 0 idles with the mm loaded lazily.
+        k.current_cpu = 1;
+        k.switch_to(1, t);
+        assert!(k.cpu_tlbs[0].lazy && !k.cpu_tlbs[1].lazy);
+        assert!(k.mms[mm as usize].cpumask.test(0));
+        k.flush_tlb_mm_range(mm, 0, 64, false);
+        // v6.7 counts the call (CPU 0 is in the mask) but interrupts no one...
+        assert_eq!(k.stat.get(Vm::NrTlbRemoteFlush), 1);
+        assert_eq!(k.stat.get(Vm::NrTlbRemoteFlushReceived), 0);
+        assert_eq!(k.stat.get(Vm::NrTlbLocalFlushAll), 1);
+        // ...unless page tables were freed.
+        k.flush_tlb_mm(mm);
+        assert_eq!(k.stat.get(Vm::NrTlbRemoteFlushReceived), 1);
+    }
 }

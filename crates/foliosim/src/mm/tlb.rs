@@ -189,8 +189,15 @@ pub enum FlushRange {
 }
 
 impl Kernel {
-    /// switch_mm_irqs_off / enter_lazy_tlb: task `t` starts running on `cpu`.
+    /// switch_mm_irqs_off / enter_lazy_tlb: task `t` starts running on `cpu`. A CPU the task
+    /// ran on last and left goes idle, keeping its mm lazily.
     pub fn switch_to(&mut self, cpu: u32, t: u32) {
+        for (c, other) in self.cpu_tlbs.iter_mut().enumerate() {
+            if other.last_task == t && c as u32 != cpu {
+                other.lazy = true;
+                other.last_task = u32::MAX;
+            }
+        }
         let mm = self.tasks[t as usize].mm;
         let c = &mut self.cpu_tlbs[cpu as usize];
         c.last_task = t;
@@ -290,13 +297,18 @@ impl Kernel {
     /// `freed_tables`); the initiator runs the flush itself when it is in the mask.
     fn flush_tlb_multi(&mut self, mask: &CpuMask, range: FlushRange, freed_tables: bool) {
         self.stat.count(Vm::NrTlbRemoteFlush, 1);
-        self.charge_time(self.hw.tlb_flush_ipi_send_ns);
+        let mut interrupted = false;
         for cpu in mask.iter() {
             if freed_tables || !self.cpu_tlbs[cpu as usize].lazy {
+                interrupted |= cpu != self.current_cpu;
                 self.flush_tlb_func(cpu, range);
             } else {
                 self.cpu_tlbs[cpu as usize].stale = true;
             }
+        }
+        if interrupted {
+            // The initiator sends the IPIs and waits for every receiver to acknowledge.
+            self.charge_time(self.hw.tlb_flush_ipi_send_ns);
         }
     }
 
