@@ -816,7 +816,7 @@ fn generator_params(generator: &str) -> Option<&'static [&'static str]> {
             "isotopes",
             "gridpoints",
             "sample",
-            "index_reads",
+            "reads",
         ]),
         _ => None,
     }
@@ -968,12 +968,12 @@ fn parse_generator(task: &Node, generator: &str) -> Res<Program> {
                 sample: task
                     .int_opt("sample", 1, 1 << 20)?
                     .unwrap_or(d.sample as i64) as u64,
-                poisson_index: match task.str_opt("index_reads")? {
+                poisson_index: match task.str_opt("reads")? {
                     None | Some("exact") => false,
                     Some("poisson") => true,
                     Some(other) => {
                         return Err(task.err(
-                            "index_reads",
+                            "reads",
                             format!("expected exact or poisson, found {other:?}"),
                         ))
                     }
@@ -1447,7 +1447,7 @@ fn apply_generator_args(program: &mut Program, args: &toml::Table) -> Result<(),
             (Program::Xsbench(x), "particles") => x.particles = integer(k, v)?,
             (Program::Xsbench(x), "sample") => x.sample = integer(k, v)?,
             (Program::Xsbench(x), "threads") => x.threads = integer(k, v)?.min(256) as u32,
-            (Program::Xsbench(x), "index_reads") => {
+            (Program::Xsbench(x), "reads") => {
                 x.poisson_index = match v.as_str() {
                     Some("exact") => false,
                     Some("poisson") => true,

@@ -125,7 +125,7 @@ impl Kernel {
                                 for (region, bytes) in x.regions() {
                                     let nr_pages = bytes.div_ceil(crate::mm::PAGE_SIZE) as u32;
                                     let start = self.mmap_anon(m, nr_pages);
-                                    if x.poisson_index && region == super::xsbench::REGION_INDEX {
+                                    if x.poisson_index {
                                         let vi =
                                             self.mms[m as usize].find_vma(start).expect("mapped");
                                         self.mms[m as usize].vmas[vi].poisson = Some(Box::new(

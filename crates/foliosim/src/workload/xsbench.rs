@@ -8,11 +8,13 @@
 //! of E in the unionized array; the index-grid row of E (1-2 pages); one grid point in each of
 //! the material's nuclides, at the same relative position E (spec tiering.md §F.3).
 //!
-//! Sampling: every lookup touches its index-grid pages, whose access rate drives NUMA hint faults
-//! and promotion; the unionized-array and nuclide-grid accesses (~69 of ~70 per lookup, on a
-//! few hundred MB that stay hot) are made for one lookup in `sample`, and their cost and TLB
-//! misses count `sample` times. Left out: XSBench's arithmetic (the run is taken as bound by
-//! memory latency), the qsorts of initialisation, CPU caches.
+//! Sampling: the unionized-array and nuclide-grid reads (~69 of ~70 per lookup, on a few hundred
+//! MB) are made for one lookup in `sample`, and their cost and TLB misses count `sample` times.
+//! With `reads = "exact"` every lookup reads its index-grid pages; with `reads = "poisson"` the
+//! reads of all three arrays are per-page Poisson processes for the kernel (young bits, hint
+//! faults) at the rates the sampled lookups measure, so sampling does not make hot pages look
+//! cold to reclaim. Left out: XSBench's arithmetic (the run is taken as bound by memory
+//! latency), the qsorts of initialisation, CPU caches.
 
 use crate::mm::folio::content;
 use crate::mm::memory::Killed;
@@ -32,8 +34,10 @@ pub struct Xsbench {
     pub gridpoints: u64,
     /// One lookup in `sample` makes the hot-array accesses, each standing for `sample`.
     pub sample: u64,
-    /// Index-grid reads as per-page Poisson processes (workload::poisson) rather than one
-    /// simulated read per real one.
+    /// `reads = "poisson"`: the arrays' reads as per-page Poisson processes (workload::poisson):
+    /// the index grid's drive its young bits and hint faults, with no simulated read at all; the
+    /// hot arrays' keep their pages young at their real rate, while their sampled reads give the
+    /// cost. `reads = "exact"`: one simulated read per real index-grid read.
     pub poisson_index: bool,
 }
 
@@ -168,6 +172,10 @@ pub struct LookupState {
     lookup_ns: u64,
     pace_ns: f64,
     sampled_at_ns: u64,
+    /// Poisson mode: pages read per lookup in the unionized array and the nuclide grid
+    /// (smoothed over samples).
+    unionized_reads: f64,
+    nuclide_reads: f64,
 }
 
 impl Kernel {
@@ -228,6 +236,8 @@ impl Kernel {
                 lookup_ns: 0,
                 pace_ns: 0.0,
                 sampled_at_ns: 0,
+                unionized_reads: 0.0,
+                nuclide_reads: 0.0,
             });
         }
         let mut st = self.tasks[t as usize].xs.take().expect("state");
@@ -331,7 +341,6 @@ impl Kernel {
         let n_union = x.union_points();
         let row_bytes = x.isotopes * 4;
         let (ivi, _) = st.index;
-        let index_pages = self.mms[mm as usize].vmas[ivi].ptes.len() as f64;
         // Pages a row spans on average: one, plus the chance that it crosses a page boundary.
         let pages_per_lookup = 1.0 + (row_bytes - 1) as f64 / PAGE as f64;
         while st.done < lookups && self.clock_ns < quantum_end_ns {
@@ -353,8 +362,17 @@ impl Kernel {
                 let index_ns = (index_ns as f64 / COST_PROBES as f64 * pages_per_lookup) as u64;
                 self.stat
                     .count(Vm::DtlbLoadMisses, (pages_per_lookup * w as f64) as u64);
-                let hot_ns = self.xs_hot_reads(mm, x, st, w)?;
+                let (hot_ns, unionized, nuclides) = self.xs_hot_reads(mm, x, st, w)?;
                 st.lookup_ns = index_ns + hot_ns.max(1);
+                let smooth = |avg: f64, v: usize| {
+                    if avg == 0.0 {
+                        v as f64
+                    } else {
+                        0.99 * avg + 0.01 * v as f64
+                    }
+                };
+                st.unionized_reads = smooth(st.unionized_reads, unionized);
+                st.nuclide_reads = smooth(st.nuclide_reads, nuclides);
                 // The read rate follows the threads' measured pace (faults and interrupts
                 // included), smoothed over about ten samples.
                 if st.done > 0 {
@@ -371,8 +389,15 @@ impl Kernel {
                 } else {
                     st.lookup_ns as f64
                 };
-                let rate = x.threads as f64 * pages_per_lookup / pace_ns / index_pages;
-                self.poisson_set_rate(mm, ivi, rate);
+                let lookups_per_ns = x.threads as f64 / pace_ns;
+                for ((vi, _), reads) in [
+                    (st.index, pages_per_lookup),
+                    (st.unionized, st.unionized_reads),
+                    (st.nuclides, st.nuclide_reads),
+                ] {
+                    let pages = self.mms[mm as usize].vmas[vi].ptes.len() as f64;
+                    self.poisson_set_rate(mm, vi, lookups_per_ns * reads / pages);
+                }
             }
             // Unsampled lookups up to the next sampled one, the next hint fault or the quantum's end.
             let until = self
@@ -398,14 +423,14 @@ impl Kernel {
     }
 
     /// The unionized-array binary search and the nuclide-grid reads of one lookup, each read
-    /// standing for `w`. Returns their latency, for one lookup.
+    /// standing for `w`. Returns their latency for one lookup and the pages read in each array.
     fn xs_hot_reads(
         &mut self,
         mm: u32,
         x: &Xsbench,
         st: &mut LookupState,
         w: u64,
-    ) -> Result<u64, Killed> {
+    ) -> Result<(u64, usize, usize), Killed> {
         let u = st.rng.next_f64();
         let mut acc = 0.0;
         let mat = MAT_DIST
@@ -422,12 +447,14 @@ impl Kernel {
         let (vi, base) = st.unionized;
         let (mut lo, mut hi) = (0u64, n_union - 1);
         let mut last_page = u64::MAX;
+        let mut unionized = 0;
         while hi - lo > 1 {
             let mid = (lo + hi) / 2;
             let page = mid * 8 / PAGE;
             if page != last_page {
                 hot += self.xs_read(mm, vi, base + page as u32, w)?;
                 last_page = page;
+                unionized += 1;
             }
             if row >= mid {
                 lo = mid;
@@ -437,12 +464,13 @@ impl Kernel {
         }
         let (vi, base) = st.nuclides;
         let k = ((e * x.gridpoints as f64) as u64).min(x.gridpoints - 2);
-        for j in 0..st.materials[mat].len() {
+        let nuclides = st.materials[mat].len();
+        for j in 0..nuclides {
             let n = st.materials[mat][j];
             let page = (n * x.gridpoints + k) * NUCLIDE_POINT_BYTES / PAGE;
             hot += self.xs_read(mm, vi, base + page as u32, w)?;
         }
-        Ok(hot)
+        Ok((hot, unionized, nuclides))
     }
 }
 
