@@ -130,7 +130,7 @@ impl Kernel {
             return;
         };
         let len = self.mms[mm as usize].vmas[vi].ptes.len() as u32;
-        self.zap_range(mm, vi, 0, len);
+        self.zap_range(mm, vi, 0, len, true);
         self.mms[mm as usize].vmas.remove(vi);
     }
 
@@ -146,8 +146,9 @@ impl Kernel {
     }
 
     /// zap_pte_range over pages [from, to) of a VMA: present PTEs drop their folio's mapping (a
-    /// whole folio's PTEs at once), swap PTEs free their swap entry.
-    pub fn zap_range(&mut self, mm: u32, vi: usize, from: u32, to: u32) {
+    /// whole folio's PTEs at once), swap PTEs free their swap entry. `freed_tables`: the page
+    /// tables go too (munmap, not MADV_DONTNEED), so the flush reaches lazy CPUs as well.
+    pub fn zap_range(&mut self, mm: u32, vi: usize, from: u32, to: u32, freed_tables: bool) {
         self.flush_tlb_batched_pending(mm);
         let mut i = from;
         let mut nr_zapped = 0u64;
@@ -183,7 +184,7 @@ impl Kernel {
         if nr_zapped > 0 {
             self.charge_time(nr_zapped * self.hw.pte_update_ns);
             let start = self.mms[mm as usize].vmas[vi].start;
-            self.flush_tlb_mm_range(mm, start + from, (to - from) as u64, true);
+            self.flush_tlb_mm_range(mm, start + from, (to - from) as u64, freed_tables);
             for dev in 0..self.swap.len() as u32 {
                 self.zram_sync_memory(dev);
             }

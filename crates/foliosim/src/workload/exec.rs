@@ -307,7 +307,18 @@ impl Kernel {
     }
 
     /// The CPU of the task's node that frees up first (any CPU for a CPU-less node).
-    fn pick_cpu(&self, node: u32) -> u32 {
+    /// The CPU task `t` last ran on, if nothing else ran there since and it is free by the
+    /// task's clock (the scheduler keeps a task where its cache is warm); otherwise the CPU of its
+    /// node that frees up first.
+    fn pick_cpu(&self, node: u32, t: u32) -> u32 {
+        let clock = self.tasks[t as usize].clock_ns;
+        let warm = self.nodes[node as usize].cpus.iter().copied().find(|&c| {
+            self.cpu_tlbs[c as usize].last_task == t
+                && self.cpus[c as usize].busy.busy_until_ns <= clock
+        });
+        if let Some(c) = warm {
+            return c;
+        }
         let earliest = |c: &u32| (self.cpus[*c as usize].busy.busy_until_ns, *c);
         let cpus = &self.nodes[node as usize].cpus;
         if cpus.is_empty() {
@@ -371,7 +382,7 @@ impl Kernel {
                 series.sample(&self, next_sample_ns);
                 next_sample_ns += interval;
             }
-            let cpu = self.pick_cpu(task.node);
+            let cpu = self.pick_cpu(task.node, t);
             self.current = t;
             self.current_cpu = cpu;
             self.switch_to(cpu, t);
@@ -648,7 +659,7 @@ impl Kernel {
         match advice {
             Advice::Hugepage => *flags = (*flags | VM_HUGEPAGE) & !VM_NOHUGEPAGE,
             Advice::NoHugepage => *flags = (*flags | VM_NOHUGEPAGE) & !VM_HUGEPAGE,
-            Advice::DontNeed => self.zap_range(mm, vi, from, to),
+            Advice::DontNeed => self.zap_range(mm, vi, from, to, false),
             Advice::Pageout | Advice::Cold => {
                 self.madvise_cold_or_pageout(mm, vi, from, to, advice == Advice::Pageout)
             }
