@@ -204,6 +204,9 @@ fn resolve_all(
     Ok(specs)
 }
 
+/// The memmaps of the runs played at once stay within this (see run_all).
+const MEMMAP_BUDGET_BYTES: u64 = 7 << 30;
+
 /// Runs every spec, as many at once as the machine has cores (each run is deterministic on its
 /// own, so the results do not depend on how they were spread). Results keep the specs' order.
 fn run_all(scenario: &Scenario, specs: &[RunSpec]) -> Result<Vec<RunResult>, Failure> {
@@ -215,9 +218,27 @@ fn run_all(scenario: &Scenario, specs: &[RunSpec]) -> Result<Vec<RunResult>, Fai
     let next = AtomicUsize::new(0);
     let results: Vec<Mutex<Option<Result<RunResult, RunError>>>> =
         specs.iter().map(|_| Mutex::new(None)).collect();
+    // Runs at once are also limited so that their memmaps (24 bytes per simulated 4 KiB page)
+    // stay within MEMMAP_BUDGET_BYTES: a 1 TiB machine's is 6 GiB, so such runs go one by one.
+    let memmap_bytes = specs
+        .iter()
+        .map(|s| {
+            let bytes: u64 = s
+                .scenario
+                .machine
+                .nodes
+                .iter()
+                .map(|n| n.memory_bytes)
+                .sum();
+            bytes / 4096 * 24
+        })
+        .max()
+        .unwrap_or(0);
+    let by_memory = (MEMMAP_BUDGET_BYTES / memmap_bytes.max(1)).max(1) as usize;
     let workers = std::thread::available_parallelism()
         .map_or(1, |n| n.get())
         .min(specs.len())
+        .min(by_memory)
         .max(1);
     std::thread::scope(|scope| {
         for _ in 0..workers {

@@ -71,7 +71,8 @@ pub fn comparison(scenario: &Scenario, runs: &[RunResult]) -> Table {
             Program::Ops(_)
             | Program::ThpSwapAllocator { .. }
             | Program::ZeroSubpage { .. }
-            | Program::Xsbench(_) => ("exit_ns", false, format!("{} exit (ms)", task.name)),
+            | Program::Xsbench(_)
+            | Program::FileRead(_) => ("exit_ns", false, format!("{} exit (ms)", task.name)),
         };
         let cells = runs
             .iter()

@@ -153,6 +153,35 @@ pub fn check(k: &Kernel) -> Vec<String> {
             ));
         }
     }
+    // The page cache: every entry names the head of a file folio of that file covering the
+    // index, and nrpages counts the entries.
+    for (fi, f) in k.files.iter().enumerate() {
+        let mut cached = 0u64;
+        for (i, &folio) in f.cache.iter().enumerate() {
+            if folio == NIL {
+                continue;
+            }
+            cached += 1;
+            let p = &k.mem.pages[folio as usize];
+            let start = p.index as usize;
+            let ok = p.test(pg::HEAD)
+                && !p.test(pg::SWAPBACKED)
+                && k.mem.anon_vma(folio) as usize == fi
+                && (start..start + (1usize << p.order())).contains(&i);
+            if !ok {
+                out.push(format!(
+                    "file {fi} page {i}: cached folio {folio} is not a folio of it at that index"
+                ));
+                break;
+            }
+        }
+        if cached != f.nrpages {
+            out.push(format!(
+                "file {fi}: {cached} pages cached but nrpages {}",
+                f.nrpages
+            ));
+        }
+    }
     out.truncate(50);
     out
 }

@@ -829,3 +829,106 @@ fn poisson_reads_match_exact_reads_in_distribution() {
     let (e, p) = (exact.sim_time_ns as f64, poisson.sim_time_ns as f64);
     assert!((p / e - 1.0).abs() < 0.1, "time: exact {e}, poisson {p}");
 }
+
+/// The bundled page-cache promotion scenario at 1/16 scale, with a 1 GiB file (buffer and cap as bundled, so
+/// each read() call still promotes 1/8 of what it reads) and 14 cycles.
+fn pagecache_promotion(variant: &str) -> Vec<f64> {
+    let r = bundled(
+        "pagecache-promotion-small",
+        "v6.18+pagecache_promotion",
+        variant,
+        |p| {
+            if let foliosim::scenario::Program::FileRead(f) = p {
+                f.size_bytes = 1 << 30;
+                f.cycles = 14;
+            }
+        },
+    );
+    r.iterations
+        .iter()
+        .map(|i| i["time_ns"].as_u64().unwrap() as f64)
+        .collect()
+}
+
+#[test]
+fn cxl_page_cache_is_slower_and_promotion_brings_cycles_back_to_dram() {
+    let dram = pagecache_promotion("dram-base");
+    let cxl = pagecache_promotion("cxl-base");
+    let promo = pagecache_promotion("cxl-promotion");
+    assert_eq!((dram.len(), cxl.len(), promo.len()), (14, 14, 14));
+    let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len() as f64;
+    let (d, c) = (mean(&dram), mean(&cxl));
+    // Copies from CXL pay its load latency per page: 1.15-1.45x (published 1.29).
+    assert!((1.15..1.45).contains(&(c / d)), "cxl/dram {}", c / d);
+    // Promotion work makes the first cycles slower than the CXL base, and each cycle moves
+    // 1/8 of the file, so the times fall cycle after cycle ...
+    assert!(promo[0] > c * 1.05, "cycle 1 {} vs cxl {c}", promo[0]);
+    for w in promo[..8].windows(2) {
+        assert!(w[1] < w[0], "{promo:?}");
+    }
+    // ... to within 10% of DRAM once the file is on the top tier (by cycle 9, published 9).
+    assert!(promo[8..].iter().all(|&t| t < d * 1.10), "{promo:?} vs {d}");
+    // Without the per-task cap the first cycle promotes everything at once.
+    let r = bundled(
+        "pagecache-promotion-small",
+        "v6.18+pagecache_promotion",
+        "cxl-promotion-nocap",
+        |p| {
+            if let foliosim::scenario::Program::FileRead(f) = p {
+                f.size_bytes = 1 << 30;
+                f.cycles = 3;
+            }
+        },
+    );
+    let first = r.iterations[0]["time_ns"].as_u64().unwrap() as f64;
+    assert!(
+        first > promo[0] * 1.5,
+        "nocap {first} vs capped {}",
+        promo[0]
+    );
+    assert_eq!(r.vmstat["pgpromote_success"], 1 << 18);
+    let last = r.iterations[2]["time_ns"].as_u64().unwrap() as f64;
+    assert!(last < d * 1.10);
+}
+
+const PAGECACHE_PRESSURE: &str = r#"
+name = "t"
+[[machine.node]]
+memory = "256M"
+cpus = 1
+[[machine.node]]
+memory = "256M"
+cpus = 0
+tier = "cxl"
+[knobs]
+"/sys/kernel/mm/numa/demotion_enabled" = "1"
+"/proc/sys/kernel/numa_balancing" = "2"
+"/sys/kernel/mm/numa/pagecache_promotion_enabled" = "1"
+[[task]]
+name = "reader"
+generator = "file_read"
+size = "640M"
+buffer = "4M"
+cycles = 2
+read_ahead_kb = 512
+"#;
+
+#[test]
+fn page_cache_larger_than_dram_is_demoted_and_reclaimed_without_swap() {
+    let r = run(PAGECACHE_PRESSURE, "v6.18+pagecache_promotion", &[]);
+    // The file is larger than both nodes: allocations fall back to the lower tier, then
+    // reclaim demotes clean file folios there before it frees them; nothing is swapped (there
+    // is no swap device).
+    assert!(r.vmstat["pgdemote_kswapd"] > 0, "{:?}", r.vmstat);
+    assert!(r.vmstat["pgsteal_file"] > 0);
+    assert_eq!(r.vmstat["pswpout"], 0);
+    // The first cycle reads the whole file from disk; the second rereads what reclaim freed,
+    // most of it (demoted folios went to the lower tier's young end and some survive).
+    let file_kb = 640 * 1024;
+    let pgpgin = r.vmstat["pgpgin"];
+    assert!(
+        pgpgin > file_kb * 3 / 2 && pgpgin <= 2 * file_kb,
+        "pgpgin {pgpgin}"
+    );
+    assert_eq!(r.iterations.len(), 2);
+}

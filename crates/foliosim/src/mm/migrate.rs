@@ -12,9 +12,9 @@
 //! (counted as free for watermarks) until some later flush has covered every pending CPU, or a
 //! write-protect fault, a failed watermark or the allocator's slow path forces the flush.
 //! Left out: sync modes and their retries (nothing here can be busy: the simulator migrates a
-//! batch atomically, so the -EAGAIN passes never happen), migration of swap-cache, file and
-//! hugetlb folios, splitting large folios that cannot be migrated, and the per-CPU free lists
-//! MIGRC bypasses.
+//! batch atomically, so the -EAGAIN passes never happen), migration of swap-cache, mapped file
+//! and hugetlb folios (unmapped page-cache folios move with their page-cache entry), splitting
+//! large folios that cannot be migrated, and the per-CPU free lists MIGRC bypasses.
 
 use super::folio::{pg, FolioId};
 use super::pagetable::{self as pt, Pte};
@@ -303,6 +303,9 @@ impl Kernel {
             self.copy_folio_ns(src_node, dst_node, nr as u64)
                 + entries.len() as u64 * self.hw.pte_update_ns,
         );
+        if self.folio_is_file_lru(dst) {
+            self.filemap_replace_folio(src, dst);
+        }
         self.folio_add_lru(dst);
         // The source leaves the page tables and the LRU; only its frames remain.
         let src_flags = pg::LRU | pg::ACTIVE | pg::REFERENCED | pg::DIRTY | pg::SWAPBACKED;

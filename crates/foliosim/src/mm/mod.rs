@@ -1,6 +1,7 @@
 //! The simulated kernel: one `Kernel` holds the machine's memory-management state, and the files
 //! of this module add its mechanisms, each named after the kernel file it models.
 
+pub mod filemap;
 pub mod folio;
 pub mod huge_memory;
 pub mod madvise;
@@ -12,6 +13,7 @@ pub mod numa_balancing;
 pub mod oom_kill;
 pub mod page_alloc;
 pub mod pagetable;
+pub mod readahead;
 pub mod rmap;
 pub mod swap_device;
 pub mod swap_slots;
@@ -103,6 +105,8 @@ pub struct Kernel {
     pub xsbench: Option<crate::workload::xsbench::Xsbench>,
     /// Figures of generator iterations, in the order they ended.
     pub iterations: Vec<serde_json::Map<String, serde_json::Value>>,
+    /// Files and their page caches, by file id.
+    pub files: Vec<filemap::File>,
 }
 
 impl Kernel {
@@ -210,6 +214,7 @@ impl Kernel {
             poisson_events: Default::default(),
             reclaim_scratch: Vec::new(),
             iterations: Vec::new(),
+            files: Vec::new(),
             xsbench: None,
             zram_pages: Vec::new(),
             zeromap: Vec::new(),

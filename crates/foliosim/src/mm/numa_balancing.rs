@@ -218,7 +218,7 @@ impl Kernel {
     }
 
     /// should_numa_migrate_memory's tiering branch for a folio on a lower tier.
-    fn should_promote(&mut self, folio: FolioId, target: u32) -> bool {
+    pub(super) fn should_promote(&mut self, folio: FolioId, target: u32) -> bool {
         let nr = self.mem.nr_pages(folio) as u64;
         if self.pgdat_free_space_enough(target) {
             self.pgdat_numa[target as usize].nbp_threshold_ms = 0;

@@ -15,6 +15,10 @@ use crate::stats::Vm;
 impl Kernel {
     /// Calls `f(mm, vma index)` for each address space that maps the folio's range.
     pub(super) fn for_each_mapping(&self, folio: FolioId, mut f: impl FnMut(u32, usize)) {
+        if !self.mem.test(folio, pg::SWAPBACKED) {
+            // A page-cache folio: file folios are never mapped in this model.
+            return;
+        }
         let av = self.mem.anon_vma(folio) as usize;
         let index = self.mem.index(folio);
         for &mm in &self.anon_vmas[av].mms {

@@ -6,8 +6,10 @@
 //! folios are always deactivated), folio_check_references (one reference per mapping), the
 //! anonymous branch of shrink_folio_list (early split rule, add_to_swap, split on failure with the
 //! fallback counters, try_to_unmap, pageout, __remove_mapping), and balance_pgdat for kswapd.
-//! Left out: file LRUs' contents (the lists exist but nothing fills them yet), swappiness-based
-//! anon/file balance, proportional scan adjustment, writeback throttling, compaction, MGLRU.
+//! Page-cache folios (mm/filemap.rs) live on the file lists: both kinds are scanned in
+//! proportion to their size, clean file folios are freed (or demoted first), and active file
+//! folios are deactivated keeping PG_referenced, as the kernel does for unmapped ones.
+//! Left out: dirty file folios' writeback, swappiness-based anon/file balance, proportional scan adjustment, writeback throttling, compaction, MGLRU.
 
 use super::folio::{pg, FolioId, NIL};
 use super::Kernel;
@@ -90,11 +92,12 @@ enum FolioRef {
     Activate,
 }
 
-fn lru_of(active: bool) -> Lru {
-    if active {
-        Lru::ActiveAnon
-    } else {
-        Lru::InactiveAnon
+fn lru_of(file: bool, active: bool) -> Lru {
+    match (file, active) {
+        (false, false) => Lru::InactiveAnon,
+        (false, true) => Lru::ActiveAnon,
+        (true, false) => Lru::InactiveFile,
+        (true, true) => Lru::ActiveFile,
     }
 }
 
@@ -161,22 +164,25 @@ impl Kernel {
     pub fn folio_add_lru(&mut self, folio: FolioId) {
         let lv = self.folio_lruvec(folio);
         let active = self.mem.test(folio, pg::ACTIVE);
-        self.list_add(lv, lru_of(active), folio, false);
+        let file = !self.mem.test(folio, pg::SWAPBACKED);
+        self.list_add(lv, lru_of(file, active), folio, false);
         self.charge_time(self.hw.lru_op_ns);
     }
 
     pub fn lruvec_del_folio(&mut self, folio: FolioId) {
         let lv = self.folio_lruvec(folio);
         let active = self.mem.test(folio, pg::ACTIVE);
-        self.list_del(lv, lru_of(active), folio);
+        let file = !self.mem.test(folio, pg::SWAPBACKED);
+        self.list_del(lv, lru_of(file, active), folio);
     }
 
     /// folio_rotate_reclaimable: a folio whose writeback finished goes to the inactive tail.
     pub fn folio_rotate_reclaimable(&mut self, folio: FolioId) {
         if self.mem.test(folio, pg::LRU) && !self.mem.test(folio, pg::ACTIVE) {
             let lv = self.folio_lruvec(folio);
-            self.list_del(lv, Lru::InactiveAnon, folio);
-            self.list_add(lv, Lru::InactiveAnon, folio, true);
+            let lru = lru_of(!self.mem.test(folio, pg::SWAPBACKED), false);
+            self.list_del(lv, lru, folio);
+            self.list_add(lv, lru, folio, true);
         }
     }
 
@@ -207,9 +213,9 @@ impl Kernel {
     }
 
     /// inactive_is_low: the inactive list is smaller than active / sqrt(10 * size in GiB).
-    fn inactive_is_low(&self, lv: usize) -> bool {
-        let inactive = self.lru_size(lv, Lru::InactiveAnon);
-        let active = self.lru_size(lv, Lru::ActiveAnon);
+    fn inactive_is_low(&self, lv: usize, file: bool) -> bool {
+        let inactive = self.lru_size(lv, lru_of(file, false));
+        let active = self.lru_size(lv, lru_of(file, true));
         let gb = (inactive + active) >> (30 - 12);
         let ratio = if gb > 0 { (10 * gb).isqrt() } else { 1 };
         inactive * ratio < active
@@ -254,57 +260,83 @@ impl Kernel {
             self.zram_sync_memory(dev);
         }
         let node = (lv % self.nodes.len()) as u32;
-        if !self.can_reclaim_anon_pages(node, sc) {
-            return;
-        }
-        sc.may_deactivate = self.inactive_is_low(lv);
-        let mut nr_inactive = self.lru_size(lv, Lru::InactiveAnon) >> sc.priority;
-        let mut nr_active = self.lru_size(lv, Lru::ActiveAnon) >> sc.priority;
-        while nr_inactive > 0 || nr_active > 0 {
-            if nr_inactive > 0 {
-                let n = nr_inactive.min(SWAP_CLUSTER_MAX);
-                nr_inactive -= n;
-                self.shrink_inactive_list(lv, n, sc);
+        let anon = self.can_reclaim_anon_pages(node, sc);
+        // Per list kind (anon, file): may deactivate, inactive and active pages to scan.
+        let mut nr = [[0u64; 2]; 2];
+        let mut may_deactivate = [false; 2];
+        for (k, file) in [false, true].into_iter().enumerate() {
+            if !file && !anon {
+                continue;
             }
-            if nr_active > 0 {
-                let n = nr_active.min(SWAP_CLUSTER_MAX);
-                nr_active -= n;
-                if sc.may_deactivate {
-                    self.shrink_active_list(lv, n, sc);
+            may_deactivate[k] = self.inactive_is_low(lv, file);
+            nr[k][0] = self.lru_size(lv, lru_of(file, false)) >> sc.priority;
+            nr[k][1] = self.lru_size(lv, lru_of(file, true)) >> sc.priority;
+        }
+        while nr.iter().flatten().any(|&n| n > 0) {
+            for (k, file) in [false, true].into_iter().enumerate() {
+                sc.may_deactivate = may_deactivate[k];
+                if nr[k][0] > 0 {
+                    let n = nr[k][0].min(SWAP_CLUSTER_MAX);
+                    nr[k][0] -= n;
+                    self.shrink_inactive_list(lv, file, n, sc);
+                }
+                if nr[k][1] > 0 {
+                    let n = nr[k][1].min(SWAP_CLUSTER_MAX);
+                    nr[k][1] -= n;
+                    if sc.may_deactivate {
+                        self.shrink_active_list(lv, file, n, sc);
+                    }
                 }
             }
             if sc.nr_reclaimed >= sc.nr_to_reclaim {
                 break;
             }
         }
-        if self.inactive_is_low(lv) {
-            self.shrink_active_list(lv, SWAP_CLUSTER_MAX, sc);
+        for file in [false, true] {
+            if (file || anon) && self.inactive_is_low(lv, file) {
+                self.shrink_active_list(lv, file, SWAP_CLUSTER_MAX, sc);
+            }
         }
     }
 
-    fn shrink_active_list(&mut self, lv: usize, nr_to_scan: u64, _sc: &mut ScanControl) {
+    fn shrink_active_list(
+        &mut self,
+        lv: usize,
+        file: bool,
+        nr_to_scan: u64,
+        _sc: &mut ScanControl,
+    ) {
         let mut list = std::mem::take(&mut self.reclaim_scratch);
         list.clear();
-        let scanned = self.isolate_lru_folios(lv, Lru::ActiveAnon, nr_to_scan, &mut list);
+        let scanned = self.isolate_lru_folios(lv, lru_of(file, true), nr_to_scan, &mut list);
         self.stat.count(Vm::Pgrefill, scanned);
         let mut deactivated = 0;
         for &folio in &list {
             // The references are looked at (and the young bits cleared) but anonymous folios are
-            // deactivated whatever they say.
+            // deactivated whatever they say; so are unmapped file folios, which keep
+            // PG_referenced.
             self.folio_referenced(folio);
             self.mem.clear(folio, pg::ACTIVE);
-            self.mem.clear(folio, pg::REFERENCED);
+            if !file {
+                self.mem.clear(folio, pg::REFERENCED);
+            }
             deactivated += self.mem.nr_pages(folio) as u64;
-            self.list_add(lv, Lru::InactiveAnon, folio, false);
+            self.list_add(lv, lru_of(file, false), folio, false);
         }
         self.stat.count(Vm::Pgdeactivate, deactivated);
         self.reclaim_scratch = list;
     }
 
-    fn shrink_inactive_list(&mut self, lv: usize, nr_to_scan: u64, sc: &mut ScanControl) {
+    fn shrink_inactive_list(
+        &mut self,
+        lv: usize,
+        file: bool,
+        nr_to_scan: u64,
+        sc: &mut ScanControl,
+    ) {
         let mut list = std::mem::take(&mut self.reclaim_scratch);
         list.clear();
-        let scanned = self.isolate_lru_folios(lv, Lru::InactiveAnon, nr_to_scan, &mut list);
+        let scanned = self.isolate_lru_folios(lv, lru_of(file, false), nr_to_scan, &mut list);
         let memcg = lv / self.nodes.len();
         // pgscan/pgsteal_{kswapd,direct} count only global reclaim; a memcg's own reclaim shows
         // in its memory.stat and in pgscan_anon/pgsteal_anon.
@@ -318,7 +350,8 @@ impl Kernel {
                 scanned,
             );
         }
-        self.stat.count(Vm::PgscanAnon, scanned);
+        self.stat
+            .count(if file { Vm::PgscanFile } else { Vm::PgscanAnon }, scanned);
         self.memcgs[memcg].count(Memcg::Pgscan, scanned);
         let reclaimed = self.shrink_folio_list(&mut list, sc);
         sc.nr_reclaimed += reclaimed;
@@ -332,7 +365,14 @@ impl Kernel {
                 reclaimed,
             );
         }
-        self.stat.count(Vm::PgstealAnon, reclaimed);
+        self.stat.count(
+            if file {
+                Vm::PgstealFile
+            } else {
+                Vm::PgstealAnon
+            },
+            reclaimed,
+        );
         self.memcgs[memcg].count(Memcg::Pgsteal, reclaimed);
         self.reclaim_scratch = list;
     }
@@ -419,6 +459,19 @@ impl Kernel {
             }
             if let Some(d) = demote.as_deref_mut() {
                 d.push(folio);
+                continue;
+            }
+            if !self.mem.test(folio, pg::SWAPBACKED) {
+                // A page-cache folio: clean ones leave the page cache and are freed; dirty
+                // ones would need writeback, which is not modelled.
+                if self.mem.test(folio, pg::DIRTY) || self.mem.mapcount(folio) > 0 {
+                    self.putback_folio(folio, false);
+                    continue;
+                }
+                let nr = self.mem.nr_pages(folio) as u64;
+                self.filemap_remove_folio(folio);
+                self.free_folio(folio);
+                reclaimed += nr;
                 continue;
             }
             if !self.mem.test(folio, pg::SWAPCACHE) {

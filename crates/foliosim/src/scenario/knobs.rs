@@ -66,6 +66,12 @@ pub struct Knobs {
     /// young and dirty bits. It is 0 when the swap offset is too narrow for them, e.g. on x86
     /// CPUs whose L1TF mitigation limits swap offsets.
     pub swap_migration_ad_supported: bool,
+    /// /sys/kernel/mm/numa/pagecache_promotion_enabled (`+pagecache_promotion`, default false).
+    pub pagecache_promotion_enabled: bool,
+    /// pagecache_promotion_task_cap (a model switch, not a kernel file; default 1): RFC v3's cap
+    /// of a task's promotion list at promote_rate_limit pages per return to user mode. 0 plays
+    /// v2, which had no cap.
+    pub pagecache_promotion_task_cap: bool,
     /// `memory.max` overrides: (cgroup name, None = max). A bare `memory.max` names every cgroup.
     pub memory_max: Vec<(Option<String>, Option<u64>)>,
 }
@@ -94,6 +100,8 @@ impl Default for Knobs {
             numa_scan_size_mb: 256,
             numa_hot_threshold_ms: 1000,
             swap_migration_ad_supported: true,
+            pagecache_promotion_enabled: false,
+            pagecache_promotion_task_cap: true,
             memory_max: Vec::new(),
         }
     }
@@ -186,11 +194,20 @@ const SCALAR_KNOBS: &[KnobInfo] = &[
         values: "0|1 (a boot-time property: migration entries keep the young and dirty bits)",
     },
     KnobInfo {
+        path: PAGECACHE_PROMOTION,
+        values: "true|false|1|0 (+pagecache_promotion)",
+    },
+    KnobInfo {
+        path: "pagecache_promotion_task_cap",
+        values: "0|1 (a model switch: 1 caps a task's promotion list as RFC v3 does, 0 plays v2's uncapped list)",
+    },
+    KnobInfo {
         path: "CONFIG_THP_SWAP",
         values: "y|n (a build option: n splits large folios before swap-out)",
     },
 ];
 
+const PAGECACHE_PROMOTION: &str = "/sys/kernel/mm/numa/pagecache_promotion_enabled";
 const PROMOTE_RATE_LIMIT: &str = "/proc/sys/kernel/numa_balancing_promote_rate_limit_MBps";
 const SCAN_DELAY: &str = "/sys/kernel/debug/sched/numa_balancing/scan_delay_ms";
 const SCAN_PERIOD_MIN: &str = "/sys/kernel/debug/sched/numa_balancing/scan_period_min_ms";
@@ -415,6 +432,20 @@ impl Knobs {
             HOT_THRESHOLD => {
                 self.numa_hot_threshold_ms = parse_in_range(value, 1, 3_600_000, expected)?
             }
+            PAGECACHE_PROMOTION => {
+                self.pagecache_promotion_enabled = match value.trim() {
+                    "true" | "1" => true,
+                    "false" | "0" => false,
+                    _ => return Err(bad()),
+                };
+            }
+            "pagecache_promotion_task_cap" => {
+                self.pagecache_promotion_task_cap = match value.trim() {
+                    "1" => true,
+                    "0" => false,
+                    _ => return Err(bad()),
+                };
+            }
             "swap_migration_ad_supported" => {
                 self.swap_migration_ad_supported = match value.trim() {
                     "1" => true,
@@ -468,6 +499,8 @@ impl Knobs {
             SCAN_SIZE => self.numa_scan_size_mb.to_string(),
             HOT_THRESHOLD => self.numa_hot_threshold_ms.to_string(),
             "swap_migration_ad_supported" => (self.swap_migration_ad_supported as u8).to_string(),
+            PAGECACHE_PROMOTION => self.pagecache_promotion_enabled.to_string(),
+            "pagecache_promotion_task_cap" => (self.pagecache_promotion_task_cap as u8).to_string(),
             "CONFIG_THP_SWAP" => if self.thp_swap { "y" } else { "n" }.to_string(),
             _ => return None,
         };

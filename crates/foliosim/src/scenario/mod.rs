@@ -168,6 +168,17 @@ pub enum Op {
     XsbenchLookups {
         lookups: u64,
     },
+    /// Linear read() calls of `buffer_bytes` each over bytes [offset, offset + len) of a file
+    /// of the `file_read` generator (see mm/filemap.rs). With `bind_node` the page cache it
+    /// allocates is bound to that node (as under `numactl --membind`); otherwise the task's
+    /// local policy places it.
+    FileRead {
+        file: u32,
+        offset_bytes: u64,
+        len_bytes: u64,
+        buffer_bytes: u64,
+        bind_node: Option<u32>,
+    },
 }
 
 /// What one iteration reports.
@@ -205,6 +216,9 @@ pub enum Program {
     /// XSBench (history method, unionized grid) with THREADS threads sharing one address space
     /// (see workload::xsbench).
     Xsbench(crate::workload::xsbench::Xsbench),
+    /// Linear reads of a file into a buffer, `cycles` times, each cycle timed (see
+    /// workload::file_read).
+    FileRead(crate::workload::file_read::FileRead),
     /// A kernel-build-like mix of short-lived compile jobs (see workload::kbuild).
     Kbuild {
         jobs: u32,

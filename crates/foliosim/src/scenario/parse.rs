@@ -38,6 +38,7 @@ pub const GENERATORS: &[&str] = &[
     "kbuild",
     "zero_subpage",
     "xsbench",
+    "file_read",
 ];
 /// Forks nested deeper than this are refused (keeps recursion bounded).
 const MAX_FORK_DEPTH: usize = 16;
@@ -809,6 +810,15 @@ fn generator_params(generator: &str) -> Option<&'static [&'static str]> {
         "thp_swap_allocator" => Some(&["aligned", "small_folios", "iterations"]),
         "kbuild" => Some(&["jobs", "units", "size_min", "size_max", "passes", "work"]),
         "zero_subpage" => Some(&["size", "offset", "num_dirty"]),
+        "file_read" => Some(&[
+            "size",
+            "buffer",
+            "cycles",
+            "preload_node",
+            "preload_reads",
+            "read_ahead_kb",
+            "large_folios",
+        ]),
         "xsbench" => Some(&[
             "threads",
             "particles",
@@ -899,7 +909,23 @@ fn parse_tasks(top: &Node, machine: &MachineSpec, cgroups: &[CgroupSpec]) -> Res
                     &format!("a generator ({}) or an ops list", GENERATORS.join(", ")),
                 ))
             }
-            (Some(g), None) => parse_generator(&task, g)?,
+            (Some(g), None) => {
+                let program = parse_generator(&task, g)?;
+                if let Program::FileRead(fr) = &program {
+                    if let Some(n) = fr.preload_node {
+                        if n as usize >= machine.nodes.len() {
+                            return Err(task.err(
+                                "preload_node",
+                                format!(
+                                    "expected a node number in 0..={}, found {n}",
+                                    machine.nodes.len() - 1
+                                ),
+                            ));
+                        }
+                    }
+                }
+                program
+            }
             (None, Some(ops)) => {
                 let mut regions = BTreeMap::new();
                 let path = task.key("ops");
@@ -925,6 +951,31 @@ fn parse_generator(task: &Node, generator: &str) -> Res<Program> {
                 processes,
                 size_bytes,
             })
+        }
+        "file_read" => {
+            let d = crate::workload::file_read::FileRead::default();
+            let size_bytes = task.positive_size("size")?;
+            if size_bytes > 1 << 44 {
+                return Err(task.err("size", "expected a file of at most 16 TiB"));
+            }
+            let buffer_bytes = match task.size_opt("buffer")? {
+                None => d.buffer_bytes,
+                Some(0) => {
+                    return Err(task.err("buffer", "expected a size greater than 0, found 0"))
+                }
+                Some(b) => b,
+            };
+            Ok(Program::FileRead(crate::workload::file_read::FileRead {
+                size_bytes,
+                buffer_bytes,
+                cycles: task.int_opt("cycles", 1, 100_000)?.unwrap_or(1) as u32,
+                preload_node: task.int_opt("preload_node", 0, 1023)?.map(|n| n as u32),
+                preload_reads: task.int_opt("preload_reads", 1, 1000)?.unwrap_or(1) as u32,
+                read_ahead_kb: task
+                    .int_opt("read_ahead_kb", 0, 1 << 20)?
+                    .unwrap_or(d.read_ahead_kb as i64) as u64,
+                large_folios: task.bool_opt("large_folios")?.unwrap_or(true),
+            }))
         }
         "zero_subpage" => Ok(Program::ZeroSubpage {
             size_bytes: task.positive_size("size")?,
@@ -1444,6 +1495,18 @@ fn apply_generator_args(program: &mut Program, args: &toml::Table) -> Result<(),
                 *iterations = integer(k, v)? as u32
             }
             (Program::Usemem { processes, .. }, "processes") => *processes = integer(k, v)? as u32,
+            (Program::FileRead(f), "preload_node") => {
+                f.preload_node = Some(
+                    v.as_integer()
+                        .filter(|i| (0..1024).contains(i))
+                        .ok_or_else(|| (k.clone(), "expected a node number".to_string()))?
+                        as u32,
+                )
+            }
+            (Program::FileRead(f), "cycles") => f.cycles = integer(k, v)?.min(100_000) as u32,
+            (Program::FileRead(f), "preload_reads") => {
+                f.preload_reads = integer(k, v)?.min(1000) as u32
+            }
             (Program::Xsbench(x), "particles") => x.particles = integer(k, v)?,
             (Program::Xsbench(x), "sample") => x.sample = integer(k, v)?,
             (Program::Xsbench(x), "threads") => x.threads = integer(k, v)?.min(256) as u32,
@@ -1688,6 +1751,38 @@ ops = [
         };
         assert_eq!(name, "child");
         assert!(matches!(child[0], Op::Touch { data: 7, .. }));
+    }
+
+    #[test]
+    fn file_read_generator_parameters_are_checked() {
+        let task = |extra: &str| {
+            format!("[[task]]\nname = \"r\"\ngenerator = \"file_read\"\nsize = \"1G\"\n{extra}")
+        };
+        expect_err(&task("buffer = 0"), "task[1].buffer", "greater than 0");
+        expect_err(&task("preload_node = 1"), "task[1].preload_node", "0..=0");
+        expect_err(&task("cycles = 0"), "task[1].cycles", "1..=100000");
+        expect_err(
+            &task("large_folios = 1"),
+            "task[1].large_folios",
+            "true or false",
+        );
+        expect_err(&task("bogus = 1"), "task[1].bogus", "unknown key");
+        let s = parse(&format!(
+            "{MINIMAL}\n{}",
+            task("buffer = \"2M\"\ncycles = 5")
+        ))
+        .unwrap();
+        let Program::FileRead(f) = &s.tasks[1].program else {
+            panic!("expected file_read");
+        };
+        assert_eq!(
+            (f.size_bytes, f.buffer_bytes, f.cycles),
+            (1 << 30, 2 << 20, 5)
+        );
+        assert_eq!(
+            (f.preload_node, f.read_ahead_kb, f.large_folios),
+            (None, 128, true)
+        );
     }
 
     #[test]

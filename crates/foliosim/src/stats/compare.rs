@@ -33,6 +33,15 @@ pub enum Metric {
         last: usize,
         field: String,
     },
+    /// `iteration_ratio:FIRST:LAST:FIELD:BASE`: mean of an iteration figure over a range
+    /// (1-based, inclusive) over its mean over all iterations of variant BASE of the same
+    /// profile (e.g. a cycle's time relative to a baseline configuration).
+    IterationRatio {
+        first: usize,
+        last: usize,
+        field: String,
+        base_variant: String,
+    },
     /// `vmstat:NAME`.
     Vmstat(String),
     /// `vmstat_relative_profile:NAME:BASE`: a counter in percent relative to profile BASE with
@@ -63,6 +72,12 @@ impl Metric {
             ["mthp_fallback_pct", size] => Metric::MthpFallbackPct(size.to_string()),
             ["iteration", n, field] => Metric::Iteration { index: num(n)?, field: field.to_string() },
             ["iteration_mean", a, b, field] => Metric::IterationMean { first: num(a)?, last: num(b)?, field: field.to_string() },
+            ["iteration_ratio", a, b, field, base] => Metric::IterationRatio {
+                first: num(a)?,
+                last: num(b)?,
+                field: field.to_string(),
+                base_variant: base.to_string(),
+            },
             ["vmstat", name] => Metric::Vmstat(name.to_string()),
             ["vmstat_relative_profile", name, base] => Metric::VmstatRelativeProfile {
                 name: name.to_string(),
@@ -77,7 +92,7 @@ impl Metric {
             ["sim_time_relative_profile", base] => Metric::SimTimeRelativeProfile(base.to_string()),
             _ => {
                 return Err(format!(
-                    "expected relative:FIELD:BASE, relative_profile:FIELD:BASE, mthp_fallback_pct:SIZE, iteration:N:FIELD, iteration_mean:FIRST:LAST:FIELD, vmstat:NAME, vmstat_relative_profile:NAME:BASE, vmstat_ratio:NUM:DEN, vmstat_per_s:NAME, sim_time_s or sim_time_relative_profile:BASE, found {s:?}"
+                    "expected relative:FIELD:BASE, relative_profile:FIELD:BASE, mthp_fallback_pct:SIZE, iteration:N:FIELD, iteration_mean:FIRST:LAST:FIELD, iteration_ratio:FIRST:LAST:FIELD:BASE, vmstat:NAME, vmstat_relative_profile:NAME:BASE, vmstat_ratio:NUM:DEN, vmstat_per_s:NAME, sim_time_s or sim_time_relative_profile:BASE, found {s:?}"
                 ))
             }
         })
@@ -88,7 +103,7 @@ impl Metric {
             r.tasks.iter().filter_map(|t| t.get(field)?.as_f64()).sum()
         };
         // A field named `..._s` is its `..._ns` counterpart in seconds.
-        let iteration = |i: usize, field: &str| {
+        let iteration_of = |run: &RunResult, i: usize, field: &str| {
             let it = run.iterations.get(i.checked_sub(1)?)?;
             match field.strip_suffix("_s") {
                 Some(stem) if !it.contains_key(field) => {
@@ -96,6 +111,13 @@ impl Metric {
                 }
                 _ => it.get(field)?.as_f64(),
             }
+        };
+        let iteration = |i: usize, field: &str| iteration_of(run, i, field);
+        let mean = |r: &RunResult, first: usize, last: usize, field: &str| {
+            let v: Vec<f64> = (first..=last)
+                .filter_map(|i| iteration_of(r, i, field))
+                .collect();
+            (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
         };
         let same_variant_in = |profile: &str| {
             all.iter()
@@ -131,6 +153,19 @@ impl Metric {
                     .filter_map(|i| iteration(i, field))
                     .collect();
                 (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
+            }
+            Metric::IterationRatio {
+                first,
+                last,
+                field,
+                base_variant,
+            } => {
+                let base = all.iter().find(|r| {
+                    r.profile == run.profile && r.variant.as_deref() == Some(base_variant)
+                })?;
+                let b = mean(base, 1, base.iterations.len(), field)?;
+                let v = mean(run, *first, *last, field)?;
+                (b > 0.0).then(|| v / b)
             }
             Metric::Vmstat(name) => run.vmstat.get(name).map(|&v| v as f64),
             Metric::VmstatRelativeProfile { name, base_profile } => {
@@ -246,6 +281,7 @@ mod tests {
             {"profile": "v6.9", "variant": "4K", "metric": "vmstat_per_s:pswpout"},
             {"profile": "v6.9", "variant": "4K", "metric": "vmstat_ratio:pswpout:pswpout"},
             {"profile": "v6.10", "variant": "64K", "metric": "sim_time_relative_profile:v6.9"},
+            {"profile": "v6.9", "variant": "64K", "metric": "iteration_ratio:3:3:fallback_pct:64K"},
         ]});
         let f = figures(&published, &runs).unwrap();
         assert!((f[0].simulated.unwrap() + 20.0).abs() < 1e-9);
@@ -257,6 +293,8 @@ mod tests {
         assert_eq!(f[6].simulated, Some(3.5));
         assert_eq!(f[7].simulated, Some(1.0));
         assert_eq!(f[8].simulated, Some(0.0));
+        // Iteration 3 (90) over the mean of all of the base's iterations (80).
+        assert_eq!(f[9].simulated, Some(90.0 / 80.0));
         assert_eq!(f[0].published, json!(-13.6));
     }
 

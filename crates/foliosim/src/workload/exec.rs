@@ -102,6 +102,29 @@ impl Kernel {
                         );
                     }
                 }
+                Program::FileRead(fr) => {
+                    if fr
+                        .preload_node
+                        .is_some_and(|n| n as usize >= self.nodes.len())
+                    {
+                        return Err(InputError {
+                            file: self.spec.scenario.file.clone(),
+                            key: format!("task.{}.preload_node", ts.name),
+                            message: format!(
+                                "expected a node number in 0..={}",
+                                self.nodes.len() - 1
+                            ),
+                        });
+                    }
+                    let file = self.create_file(crate::mm::filemap::File::new(
+                        ts.name.clone(),
+                        fr.size_bytes,
+                        fr.read_ahead_kb,
+                        fr.large_folios,
+                    ));
+                    let ops = fr.program(file);
+                    self.spawn_user(ts.name.clone(), memcg, ts.node, Rc::new(ops), Report::None);
+                }
                 Program::ThpSwapAllocator {
                     aligned,
                     small_folios,
@@ -355,6 +378,7 @@ impl Kernel {
                         total += count.unwrap_or(range);
                     }
                     Op::XsbenchLookups { lookups } => total += lookups,
+                    Op::FileRead { len_bytes, .. } => total += len_bytes / crate::mm::PAGE_SIZE,
                     _ => {}
                 }
             }
@@ -604,6 +628,22 @@ impl Kernel {
             }
             Op::XsbenchLookups { lookups } => {
                 return self.xsbench_lookups(t, *lookups, quantum_end_ns);
+            }
+            Op::FileRead {
+                file,
+                offset_bytes,
+                len_bytes,
+                buffer_bytes,
+                bind_node,
+            } => {
+                let req = crate::mm::filemap::ReadRequest {
+                    file: *file,
+                    offset_bytes: *offset_bytes,
+                    len_bytes: *len_bytes,
+                    buffer_bytes: *buffer_bytes,
+                    bind_node: *bind_node,
+                };
+                return self.file_read_op(t, &req, quantum_end_ns);
             }
             Op::Sleep { .. } | Op::Barrier { .. } => {}
             Op::Exit => self.do_exit(t),

@@ -1,6 +1,7 @@
 //! Workloads: tasks, the operations they run, and benchmark generators.
 
 pub mod exec;
+pub mod file_read;
 pub mod kbuild;
 pub mod poisson;
 pub mod task;

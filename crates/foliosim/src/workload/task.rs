@@ -96,6 +96,14 @@ pub struct Task {
     /// XSBench lookups done by this thread, and the loop's state while it runs.
     pub lookups: u64,
     pub xs: Option<super::xsbench::LookupState>,
+    /// Progress through the current FileRead operation.
+    pub file_read: crate::mm::filemap::ReadState,
+    /// Readahead state of the task's open file of each file id (`struct file_ra_state`).
+    pub ra: Vec<crate::mm::readahead::FileRaState>,
+    /// `+pagecache_promotion`: folios isolated by promotion_candidate, migrated by the task work
+    /// on return to user mode (`current->promo_list`), and their pages (`promo_count`).
+    pub promo_list: Vec<crate::mm::folio::FolioId>,
+    pub promo_count: u64,
 }
 
 impl Task {
@@ -137,6 +145,10 @@ impl Task {
             numa_scan_seq: 0,
             lookups: 0,
             xs: None,
+            file_read: Default::default(),
+            ra: Vec::new(),
+            promo_list: Vec::new(),
+            promo_count: 0,
         }
     }
 

@@ -1,0 +1,795 @@
+//! Files and the page cache: the buffered read path, folio_mark_accessed, and RFC v3's
+//! promotion of unmapped page-cache folios (`+pagecache_promotion`).
+//!
+//! Models mm/filemap.c (v6.10–v6.18): filemap_read in read() calls of the buffer's size
+//! (filemap_get_pages with the sync readahead on a miss and the async one on a PG_readahead
+//! folio, a wait for folios whose I/O is still running, folio_mark_accessed once per folio and
+//! not again for the first folio of a call when the previous call ended inside it
+//! (pos_same_folio), copy_folio_to_iter), filemap_add_folio onto the inactive file LRU, and
+//! __filemap_remove_folio when reclaim frees a clean folio. mm/swap.c folio_mark_accessed on the
+//! classic LRU (referenced, then activated, then with the RFC a promotion candidate). Gregory
+//! Price's "Promotion of Unmapped Page Cache Folios" RFC v3 (2025-01-06, unmerged; spec
+//! tiering.md §D): promotion_candidate, the per-task list capped at promote_rate_limit pages
+//! (the knob `pagecache_promotion_task_cap=0` removes the cap, as v2 had none), the task work on
+//! return to user mode, and migrate_misplaced_folio_batch.
+//!
+//! Cost model: a read() call costs a kernel entry (`fault_entry_ns`); copying a folio to the
+//! user buffer costs, per 4 KiB, `copy_page_ns` plus one load latency of the folio's node (the
+//! hardware prefetcher does not cross a 4 KiB page, so each page starts with a miss to the node
+//! the data sits on). The file's device is the profile's SSD: latency plus size over bandwidth
+//! per readahead I/O, queued FIFO; a folio is usable when its I/O completed.
+//!
+//! Left out: write() and dirty writeback, mmap of files and file rmap (file folios are never
+//! mapped here), truncation, shadow entries and workingset refault detection, the per-CPU
+//! lru_add batches, PG_idle, and MGLRU: the RFC v3 hook is in the classic-LRU branch only (v4
+//! added one to lru_gen_inc_refs, not modelled). File folios are told from anonymous ones by
+//! PG_swapbacked; their `mapping` holds the file id where an anonymous folio holds its anon_vma.
+
+use super::folio::{content, pg, FolioId, NIL};
+use super::memory::{Gfp, Killed};
+use super::migrate::MigrateReason;
+use super::readahead::FileRaState;
+use super::{Kernel, PAGE_SIZE};
+use crate::stats::Vm;
+
+pub type FileId = u32;
+
+/// A file and its page cache (`struct address_space`).
+#[derive(Clone, Debug)]
+pub struct File {
+    pub name: String,
+    pub size_bytes: u64,
+    pub nr_pages: u32,
+    /// The page cache (the xarray): per page index, the head of the folio caching it, or NIL.
+    pub cache: Vec<FolioId>,
+    /// Pages in the page cache (`mapping->nrpages`).
+    pub nrpages: u64,
+    /// The backing device's readahead maximum, in pages (`bdi->ra_pages`).
+    pub ra_pages: u32,
+    /// The filesystem supports large page-cache folios (mapping_large_folio_support).
+    pub large_folios: bool,
+    /// The device queue: when its last I/O completes.
+    pub io_busy_until_ns: u64,
+    /// I/Os in flight: (first page, end page, completion time).
+    pub io_pending: Vec<(u32, u32, u64)>,
+}
+
+impl File {
+    pub fn new(name: String, size_bytes: u64, read_ahead_kb: u64, large_folios: bool) -> File {
+        let nr_pages = size_bytes.div_ceil(PAGE_SIZE) as u32;
+        File {
+            name,
+            size_bytes,
+            nr_pages,
+            cache: vec![NIL; nr_pages as usize],
+            nrpages: 0,
+            ra_pages: (read_ahead_kb / 4).min(u32::MAX as u64) as u32,
+            large_folios,
+            io_busy_until_ns: 0,
+            io_pending: Vec::new(),
+        }
+    }
+}
+
+/// Progress through a FileRead operation: position, end, and the current read() call.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct ReadState {
+    pub started: bool,
+    pub pos: u64,
+    pub end: u64,
+    /// End of the current read() call; equal to `pos` between calls.
+    pub call_end: u64,
+    /// The position where the previous call ended (`last_pos`), -1 before the first.
+    pub last_pos: i64,
+    /// No folio of the current call was read yet.
+    pub first_in_call: bool,
+}
+
+/// One read() call's requests to a file: what FileRead does.
+pub struct ReadRequest {
+    pub file: FileId,
+    pub offset_bytes: u64,
+    pub len_bytes: u64,
+    pub buffer_bytes: u64,
+    pub bind_node: Option<u32>,
+}
+
+/// The page cache.
+impl Kernel {
+    /// Creates a file (empty page cache, contents on disk). Returns its id.
+    pub fn create_file(&mut self, file: File) -> FileId {
+        self.files.push(file);
+        (self.files.len() - 1) as FileId
+    }
+
+    /// Is this a file folio (on the file LRU)? `folio_is_file_lru`.
+    #[inline]
+    pub fn folio_is_file_lru(&self, folio: FolioId) -> bool {
+        !self.mem.test(folio, pg::SWAPBACKED)
+    }
+
+    /// filemap_alloc_folio + filemap_add_folio: a new folio of `order` at `index`, charged to the
+    /// current task's memcg, in the page cache and on the inactive file LRU. With `bind`, only
+    /// that node is used (MPOL_BIND), with one round of direct reclaim; otherwise the local node
+    /// and then the zonelist's others.
+    pub fn filemap_alloc_folio(
+        &mut self,
+        file: FileId,
+        index: u32,
+        order: u32,
+        gfp: Gfp,
+        bind: Option<u32>,
+    ) -> Option<FolioId> {
+        let pfn = match bind {
+            Some(node) => match self.alloc_pages_thisnode(node, order, gfp.kswapd_reclaim) {
+                Some(p) => p,
+                None if gfp.direct_reclaim => {
+                    self.try_to_free_pages(node);
+                    self.alloc_pages_thisnode(node, order, false)?
+                }
+                None => return None,
+            },
+            None => {
+                let node = self.task_node();
+                self.alloc_pages(node, order, gfp)?
+            }
+        };
+        let memcg = self.tasks[self.current as usize].memcg;
+        let nr = 1u32 << order;
+        self.mem.prep_folio(pfn, order, file, memcg, index);
+        for i in 0..nr {
+            self.mem.pages[(pfn + i) as usize].content = content::DATA_DEFAULT;
+        }
+        if self.mem_cgroup_charge(pfn, memcg, gfp).is_err() {
+            self.mem.clear_folio(pfn);
+            self.free_pages(pfn, order);
+            return None;
+        }
+        let f = &mut self.files[file as usize];
+        for i in index..index + nr {
+            f.cache[i as usize] = pfn;
+        }
+        f.nrpages += nr as u64;
+        self.folio_add_lru(pfn);
+        Some(pfn)
+    }
+
+    /// __filemap_remove_folio: takes a folio out of its file's page cache.
+    pub fn filemap_remove_folio(&mut self, folio: FolioId) {
+        let file = self.mem.anon_vma(folio) as usize;
+        let index = self.mem.index(folio);
+        let nr = self.mem.nr_pages(folio);
+        let f = &mut self.files[file];
+        for i in index..index + nr {
+            debug_assert_eq!(f.cache[i as usize], folio);
+            f.cache[i as usize] = NIL;
+        }
+        f.nrpages -= nr as u64;
+    }
+
+    /// folio_migrate_mapping for a page-cache folio: the cache points at the copy.
+    pub fn filemap_replace_folio(&mut self, src: FolioId, dst: FolioId) {
+        let file = self.mem.anon_vma(dst) as usize;
+        let index = self.mem.index(dst);
+        let nr = self.mem.nr_pages(dst);
+        let f = &mut self.files[file];
+        for i in index..index + nr {
+            debug_assert_eq!(f.cache[i as usize], src);
+            f.cache[i as usize] = dst;
+        }
+    }
+
+    /// read_pages: submits one I/O for the `pages` new pages in [first, end) to the file's
+    /// device (FIFO: latency, then size over bandwidth after what is queued).
+    pub fn read_pages(&mut self, file: FileId, first: u32, end: u32, pages: u64) {
+        if pages == 0 {
+            return;
+        }
+        let transfer_ns = pages * PAGE_SIZE * 1_000_000_000 / self.hw.ssd_bandwidth_bytes_per_s;
+        let now = self.clock_ns;
+        let latency = self.hw.ssd_read_latency_ns;
+        self.charge_time(self.hw.block_io_overhead_ns);
+        let f = &mut self.files[file as usize];
+        let done = (now + latency).max(f.io_busy_until_ns) + transfer_ns;
+        f.io_busy_until_ns = done;
+        f.io_pending.retain(|&(_, _, d)| d > now);
+        f.io_pending.push((first, end, done));
+        self.stat.count(Vm::Pgpgin, pages * PAGE_SIZE / 1024);
+    }
+
+    /// folio_wait_locked on a folio whose read is in flight: the task waits for the device.
+    fn filemap_wait_uptodate(&mut self, file: FileId, index: u32) {
+        let now = self.clock_ns;
+        let f = &mut self.files[file as usize];
+        if f.io_pending.is_empty() {
+            return;
+        }
+        let done = f
+            .io_pending
+            .iter()
+            .filter(|&&(a, b, _)| (a..b).contains(&index))
+            .map(|&(_, _, d)| d)
+            .max()
+            .unwrap_or(0);
+        f.io_pending.retain(|&(_, _, d)| d > now.max(done));
+        if done > now {
+            self.clock_ns = done;
+        }
+    }
+}
+
+/// The read path.
+impl Kernel {
+    /// Runs a FileRead operation of task `t` until the quantum ends. Ok(true) once complete.
+    pub fn file_read_op(
+        &mut self,
+        t: u32,
+        req: &ReadRequest,
+        quantum_end_ns: u64,
+    ) -> Result<bool, Killed> {
+        let file = req.file;
+        let size = self.files[file as usize].size_bytes;
+        if !self.tasks[t as usize].file_read.started {
+            let pos = req.offset_bytes.min(size);
+            self.tasks[t as usize].file_read = ReadState {
+                started: true,
+                pos,
+                end: req.offset_bytes.saturating_add(req.len_bytes).min(size),
+                call_end: pos,
+                last_pos: -1,
+                first_in_call: false,
+            };
+        }
+        let task = &mut self.tasks[t as usize];
+        if task.ra.len() <= file as usize {
+            task.ra.resize(file as usize + 1, FileRaState::default());
+        }
+        let mut ra = task.ra[file as usize];
+        let mut st = task.file_read;
+        let result = loop {
+            if st.pos >= st.end {
+                break Ok(true);
+            }
+            if self.clock_ns >= quantum_end_ns {
+                break Ok(false);
+            }
+            if st.pos == st.call_end {
+                // A new read() call.
+                st.call_end = (st.pos + req.buffer_bytes.max(1)).min(st.end);
+                st.last_pos = ra.prev_pos;
+                st.first_in_call = true;
+                self.charge_time(self.hw.fault_entry_ns);
+            }
+            let index = (st.pos / PAGE_SIZE) as u32;
+            let last_index = ((st.call_end - 1) / PAGE_SIZE) as u32;
+            let mut folio = self.files[file as usize].cache[index as usize];
+            if folio == NIL {
+                self.page_cache_sync_ra(
+                    file,
+                    &mut ra,
+                    index,
+                    last_index - index + 1,
+                    req.bind_node,
+                );
+                folio = self.files[file as usize].cache[index as usize];
+                if folio == NIL {
+                    // filemap_create_folio: one page, read alone.
+                    match self.filemap_alloc_folio(file, index, 0, Gfp::USER, req.bind_node) {
+                        Some(f) => {
+                            self.read_pages(file, index, index + 1, 1);
+                            folio = f;
+                        }
+                        None => break Err(Killed),
+                    }
+                }
+            }
+            let findex = self.mem.index(folio);
+            if self.mem.test(folio, pg::RECLAIM) {
+                self.page_cache_async_ra(file, &mut ra, folio, findex, req.bind_node);
+            }
+            self.filemap_wait_uptodate(file, findex);
+            if self.files[file as usize].cache[index as usize] != folio {
+                // Readahead's allocations reclaimed this folio (the kernel's reference would
+                // have kept it): look it up again.
+                continue;
+            }
+            let nr = self.mem.nr_pages(folio);
+            let same_folio = st.first_in_call
+                && st.last_pos >= 1
+                && ((st.last_pos - 1) as u64 / PAGE_SIZE) as u32 >= findex
+                && (((st.last_pos - 1) as u64 / PAGE_SIZE) as u32) < findex + nr;
+            if !same_folio {
+                self.folio_mark_accessed(folio);
+            }
+            st.first_in_call = false;
+            // copy_folio_to_iter
+            let folio_end = (findex as u64 + nr as u64) * PAGE_SIZE;
+            let to = folio_end.min(st.call_end);
+            let bytes = to - st.pos;
+            let node = self.pfn_node(folio);
+            let per_page = self.hw.copy_page_ns + self.node_latency_ns(node);
+            self.charge_time(bytes * per_page / PAGE_SIZE);
+            self.tasks[t as usize].touches += bytes.div_ceil(PAGE_SIZE);
+            st.pos = to;
+            if st.pos == st.call_end {
+                // The call returns: ra->prev_pos, then the task work on the way to user mode.
+                ra.prev_pos = st.pos as i64;
+                self.tasks[t as usize].file_read = st;
+                self.task_numa_promotion_work(t);
+            }
+        };
+        let task = &mut self.tasks[t as usize];
+        task.ra[file as usize] = ra;
+        task.file_read = if matches!(result, Ok(false)) {
+            st
+        } else {
+            ReadState::default()
+        };
+        if result.is_err() {
+            // The read fails; the task work still runs on the way out of the call.
+            self.task_numa_promotion_work(t);
+        }
+        result
+    }
+
+    /// folio_mark_accessed on the classic LRU (mm/swap.c): inactive,unreferenced ->
+    /// inactive,referenced -> active,unreferenced -> active,referenced; with the RFC, a folio
+    /// that is active and referenced already, on the LRU, is a promotion candidate.
+    pub fn folio_mark_accessed(&mut self, folio: FolioId) {
+        if !self.mem.test(folio, pg::REFERENCED) {
+            self.mem.set(folio, pg::REFERENCED);
+        } else if !self.mem.test(folio, pg::ACTIVE) {
+            // folio_activate; an isolated folio is left alone (it is in no lru_add batch).
+            if self.mem.test(folio, pg::LRU) {
+                self.lruvec_del_folio(folio);
+                self.mem.set(folio, pg::ACTIVE);
+                self.folio_add_lru(folio);
+                self.stat
+                    .count(Vm::Pgactivate, self.mem.nr_pages(folio) as u64);
+            }
+            self.mem.clear(folio, pg::REFERENCED);
+        } else if self.spec.profile.pagecache_promotion
+            && self.mem.test(folio, pg::LRU)
+            && self.numa_tiering()
+            && self.spec.knobs.pagecache_promotion_enabled
+        {
+            self.promotion_candidate(folio);
+        }
+    }
+}
+
+/// `+pagecache_promotion` (RFC v3).
+impl Kernel {
+    /// promotion_candidate: a referenced, active folio on a lower tier, read by a user task,
+    /// goes through the NUMA-balancing checks and, if they pass, is isolated onto the task's
+    /// promotion list.
+    pub fn promotion_candidate(&mut self, folio: FolioId) {
+        let nid = self.pfn_node(folio);
+        let t = self.current as usize;
+        if self.memory_tiers.node_is_toptier(nid) || !self.tasks[t].is_user() {
+            return;
+        }
+        // The cap compares pages with the rate limit's MB/s value, as the RFC does.
+        let cap = self.spec.knobs.promote_rate_limit_mbps;
+        if self.spec.knobs.pagecache_promotion_task_cap && self.tasks[t].promo_count >= cap {
+            return;
+        }
+        // numa_migrate_check(folio, NULL, ...): page-cache hint, task policy (local).
+        let this_node = self.task_node();
+        self.stat.count(Vm::NumaHintPageCache, 1);
+        if nid == this_node {
+            self.stat.count(Vm::NumaHintPageCacheLocal, 1);
+            return;
+        }
+        if !self.should_promote(folio, this_node) {
+            return;
+        }
+        // migrate_misplaced_folio_prepare(folio, NULL, nid).
+        let nr = self.mem.nr_pages(folio) as u64;
+        if self.mem.test(folio, pg::DIRTY) {
+            return;
+        }
+        let z = &self.zones[this_node as usize];
+        if !z.watermark_ok(0, z.wmark_high + nr) {
+            self.wakeup_kswapd(this_node);
+            return;
+        }
+        if !self.mem.test(folio, pg::LRU) {
+            return;
+        }
+        self.lruvec_del_folio(folio);
+        self.charge_time(self.hw.lru_op_ns);
+        // task_work_add(TWA_RESUME) on the first; list_add_tail keeps file order.
+        let task = &mut self.tasks[t];
+        task.promo_list.push(folio);
+        task.promo_count += nr;
+    }
+
+    /// task_numa_promotion_work, on return to user mode: migrates the task's list to its node.
+    pub fn task_numa_promotion_work(&mut self, t: u32) {
+        let task = &mut self.tasks[t as usize];
+        task.promo_count = 0;
+        if task.promo_list.is_empty() {
+            return;
+        }
+        let list = std::mem::take(&mut task.promo_list);
+        let node = self.task_node();
+        self.migrate_misplaced_folio_batch(list, node);
+    }
+
+    /// migrate_misplaced_folio_batch: migrate_pages(MR_NUMA_MISPLACED) of an isolated list;
+    /// what did not move goes back to the LRU. Returns the pages moved.
+    pub fn migrate_misplaced_folio_batch(&mut self, mut list: Vec<FolioId>, node: u32) -> u64 {
+        let moved = self.migrate_pages(&mut list, node, MigrateReason::NumaMisplaced);
+        for f in list {
+            self.folio_add_lru(f);
+        }
+        if moved > 0 {
+            self.stat.count(Vm::NumaPagesMigrated, moved);
+            // Counted whatever the tiers, as the RFC does.
+            self.stat.count(Vm::PgpromoteSuccess, moved);
+        }
+        moved
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::mm::vmscan::Lru;
+
+    /// Node 0: DRAM with a CPU; node 1: CPU-less CXL. One user task is current on CPU 0.
+    fn boot(profile: &str, tiering: bool) -> Kernel {
+        let toml = r#"
+name = "t"
+[[machine.node]]
+memory = "256M"
+cpus = 1
+[[machine.node]]
+memory = "256M"
+cpus = 0
+tier = "cxl"
+[[task]]
+name = "t"
+ops = [{ op = "sleep", time = "1ms" }]
+"#;
+        let scenario = crate::scenario::parse::parse_str(toml, "test.toml").unwrap();
+        let spec = crate::scenario::parse::resolve(&scenario, profile, None, &[], 1, true).unwrap();
+        let mut k = Kernel::boot(&spec).unwrap();
+        let t = k.tasks.iter().position(|t| t.is_user()).unwrap() as u32;
+        k.current = t;
+        k.current_cpu = 0;
+        k.switch_to(0, t);
+        if tiering {
+            k.spec.knobs.numa_balancing = 2;
+            k.spec.knobs.pagecache_promotion_enabled = true;
+        }
+        k
+    }
+
+    fn new_file(k: &mut Kernel, size: u64, read_ahead_kb: u64, large: bool) -> FileId {
+        k.create_file(File::new("f".into(), size, read_ahead_kb, large))
+    }
+
+    /// Reads the whole file in calls of `buffer` bytes; returns the time it took.
+    fn read_all(k: &mut Kernel, file: FileId, buffer: u64, bind: Option<u32>) -> u64 {
+        let t = k.current;
+        let start = k.clock_ns;
+        let req = ReadRequest {
+            file,
+            offset_bytes: 0,
+            len_bytes: k.files[file as usize].size_bytes,
+            buffer_bytes: buffer,
+            bind_node: bind,
+        };
+        while !k.file_read_op(t, &req, u64::MAX).unwrap() {}
+        k.clock_ns - start
+    }
+
+    /// (first index, order) of each folio of the file's page cache, in file order.
+    fn folios(k: &Kernel, file: FileId) -> Vec<(u32, u32)> {
+        let f = &k.files[file as usize];
+        let mut out = Vec::new();
+        let mut i = 0;
+        while i < f.nr_pages {
+            let folio = f.cache[i as usize];
+            assert_ne!(folio, NIL, "page {i} not cached");
+            assert_eq!(k.mem.index(folio), i);
+            out.push((i, k.mem.order(folio)));
+            i += k.mem.nr_pages(folio);
+        }
+        out
+    }
+
+    fn lru_pages(k: &Kernel, node: u32, lru: Lru) -> u64 {
+        k.lruvecs[k.lruvec_index(0, node)].lists[lru as usize].nr_pages
+    }
+
+    #[test]
+    fn readahead_grows_folio_order_by_two_per_window_up_to_the_window() {
+        let mut k = boot("v6.18", false);
+        // read_ahead_kb = 128: a 32-page window. Orders 2, then 4, then ilog2(32) = 5.
+        let f = new_file(&mut k, 1 << 20, 128, true);
+        read_all(&mut k, f, 1 << 20, None);
+        let orders = folios(&k, f);
+        let want: Vec<(u32, u32)> = (0..8)
+            .map(|i| (i * 4, 2))
+            .chain([(32, 4), (48, 4)])
+            .chain((2..8).map(|w| (w * 32, 5)))
+            .collect();
+        assert_eq!(orders, want);
+        assert!(
+            crate::check::check(&k).is_empty(),
+            "{:?}",
+            crate::check::check(&k)
+        );
+        assert_eq!(k.stat.get(Vm::Pgpgin), 1024);
+    }
+
+    #[test]
+    fn readahead_reaches_pmd_folios_with_a_large_window_and_order_0_without_large_folios() {
+        let mut k = boot("v6.18", false);
+        // 2 MiB window: 2, 4, 6, 8, then 9 = MAX_PAGECACHE_ORDER, never more.
+        let f = new_file(&mut k, 16 << 20, 2048, true);
+        read_all(&mut k, f, 1 << 20, None);
+        let orders = folios(&k, f);
+        let max = orders.iter().map(|&(_, o)| o).max().unwrap();
+        assert_eq!(max, super::super::readahead::MAX_PAGECACHE_ORDER);
+        let mut seen: Vec<u32> = orders.iter().map(|&(_, o)| o).collect();
+        seen.dedup();
+        assert_eq!(seen, vec![2, 4, 6, 8, 9]);
+        // Every folio is aligned to its size in the file.
+        assert!(orders.iter().all(|&(i, o)| i % (1 << o) == 0));
+        let g = new_file(&mut k, 1 << 20, 2048, false);
+        read_all(&mut k, g, 1 << 20, None);
+        assert!(folios(&k, g).iter().all(|&(_, o)| o == 0));
+    }
+
+    #[test]
+    fn mark_accessed_references_then_activates_then_stays() {
+        let mut k = boot("v6.18", false);
+        let f = new_file(&mut k, 64 << 10, 0, false);
+        let folio = k
+            .filemap_alloc_folio(f, 0, 0, Gfp::USER, None)
+            .expect("memory");
+        let test = |k: &Kernel| {
+            (
+                k.mem.test(folio, pg::REFERENCED),
+                k.mem.test(folio, pg::ACTIVE),
+            )
+        };
+        assert_eq!(test(&k), (false, false));
+        assert_eq!(lru_pages(&k, 0, Lru::InactiveFile), 1);
+        k.folio_mark_accessed(folio);
+        assert_eq!(test(&k), (true, false));
+        assert_eq!(lru_pages(&k, 0, Lru::InactiveFile), 1);
+        k.folio_mark_accessed(folio);
+        assert_eq!(test(&k), (false, true));
+        assert_eq!(lru_pages(&k, 0, Lru::InactiveFile), 0);
+        assert_eq!(lru_pages(&k, 0, Lru::ActiveFile), 1);
+        assert_eq!(k.stat.get(Vm::Pgactivate), 1);
+        k.folio_mark_accessed(folio);
+        assert_eq!(test(&k), (true, true));
+        k.folio_mark_accessed(folio);
+        assert_eq!(test(&k), (true, true));
+        assert_eq!(k.stat.get(Vm::Pgactivate), 1);
+        assert!(k.mem.test(folio, pg::LRU));
+        assert_eq!(lru_pages(&k, 0, Lru::ActiveAnon), 0);
+    }
+
+    #[test]
+    fn a_call_starting_inside_the_folio_the_last_one_ended_in_does_not_mark_it_again() {
+        let mut k = boot("v6.18", false);
+        let f = new_file(&mut k, 128 << 10, 0, true);
+        let folio = k.filemap_alloc_folio(f, 0, 4, Gfp::USER, None).unwrap();
+        let other = k.filemap_alloc_folio(f, 16, 4, Gfp::USER, None).unwrap();
+        let t = k.current;
+        let read = |k: &mut Kernel, offset: u64, len: u64| {
+            let req = ReadRequest {
+                file: f,
+                offset_bytes: offset,
+                len_bytes: len,
+                buffer_bytes: len,
+                bind_node: None,
+            };
+            while !k.file_read_op(t, &req, u64::MAX).unwrap() {}
+        };
+        // Two calls inside one 64 KiB folio: the second is pos_same_folio, no second mark.
+        read(&mut k, 0, 8192);
+        read(&mut k, 8192, 8192);
+        assert!(k.mem.test(folio, pg::REFERENCED) && !k.mem.test(folio, pg::ACTIVE));
+        // Nor does a call from its start, as the last one ended inside it.
+        read(&mut k, 0, 4096);
+        assert!(!k.mem.test(folio, pg::ACTIVE));
+        // Once a call ended in another folio, the next call's first folio is marked: activated.
+        read(&mut k, 65536, 4096);
+        assert!(k.mem.test(other, pg::REFERENCED));
+        read(&mut k, 0, 4096);
+        assert!(k.mem.test(folio, pg::ACTIVE));
+    }
+
+    /// A 16-page folio on the CXL node, marked accessed `n` times.
+    fn cxl_folio(k: &mut Kernel, n: u32) -> FolioId {
+        let f = new_file(k, 64 << 10, 0, true);
+        let folio = k
+            .filemap_alloc_folio(f, 0, 4, Gfp::USER, Some(1))
+            .expect("memory");
+        assert_eq!(k.pfn_node(folio), 1);
+        for _ in 0..n {
+            k.folio_mark_accessed(folio);
+        }
+        folio
+    }
+
+    #[test]
+    fn the_fourth_access_makes_a_lower_tier_folio_a_candidate() {
+        let mut k = boot("v6.18+pagecache_promotion", true);
+        let folio = cxl_folio(&mut k, 3);
+        let t = k.current as usize;
+        assert!(k.tasks[t].promo_list.is_empty());
+        assert_eq!(k.stat.get(Vm::NumaHintPageCache), 0);
+        k.folio_mark_accessed(folio);
+        assert_eq!(k.tasks[t].promo_list, vec![folio]);
+        assert_eq!(k.tasks[t].promo_count, 16);
+        assert!(!k.mem.test(folio, pg::LRU), "isolated from the LRU");
+        assert_eq!(k.stat.get(Vm::NumaHintPageCache), 1);
+        assert_eq!(k.stat.get(Vm::NumaHintPageCacheLocal), 0);
+        // An isolated folio is not a candidate twice.
+        k.folio_mark_accessed(folio);
+        assert_eq!(k.tasks[t].promo_list.len(), 1);
+        // The task work on return to user mode promotes it; the page cache follows.
+        k.task_numa_promotion_work(t as u32);
+        let new = k.files[0].cache[0];
+        assert_ne!(new, folio);
+        assert_eq!(k.pfn_node(new), 0);
+        assert_eq!(k.mem.order(new), 4);
+        assert!(k.mem.test(new, pg::ACTIVE) && k.mem.test(new, pg::LRU));
+        assert_eq!(lru_pages(&k, 0, Lru::ActiveFile), 16);
+        assert_eq!(lru_pages(&k, 1, Lru::ActiveFile), 0);
+        assert_eq!(k.stat.get(Vm::PgpromoteSuccess), 16);
+        assert_eq!(k.stat.get(Vm::NumaPagesMigrated), 16);
+        assert_eq!(k.tasks[t].promo_count, 0);
+        assert!(k.tasks[t].promo_list.is_empty());
+        assert!(
+            crate::check::check(&k).is_empty(),
+            "{:?}",
+            crate::check::check(&k)
+        );
+    }
+
+    #[test]
+    fn no_candidate_without_the_feature_the_knob_tiering_or_a_lower_tier() {
+        for (profile, tiering, knob) in [
+            ("v6.18", true, true),
+            ("v6.18+pagecache_promotion", false, false),
+            ("v6.18+pagecache_promotion", true, false),
+        ] {
+            let mut k = boot(profile, tiering);
+            k.spec.knobs.pagecache_promotion_enabled = knob;
+            cxl_folio(&mut k, 6);
+            assert!(
+                k.tasks[k.current as usize].promo_list.is_empty(),
+                "{profile} {tiering} {knob}"
+            );
+            assert_eq!(k.stat.get(Vm::NumaHintPageCache), 0);
+        }
+        // Numa balancing in mode 1 only (no tiering bit): no candidate.
+        let mut k = boot("v6.18+pagecache_promotion", true);
+        k.spec.knobs.numa_balancing = 1;
+        cxl_folio(&mut k, 6);
+        assert!(k.tasks[k.current as usize].promo_list.is_empty());
+        // A top-tier folio is left before numa_migrate_check counts anything.
+        let mut k = boot("v6.18+pagecache_promotion", true);
+        let f = new_file(&mut k, 64 << 10, 0, true);
+        let folio = k.filemap_alloc_folio(f, 0, 0, Gfp::USER, Some(0)).unwrap();
+        for _ in 0..6 {
+            k.folio_mark_accessed(folio);
+        }
+        assert!(k.tasks[k.current as usize].promo_list.is_empty());
+        assert_eq!(k.stat.get(Vm::NumaHintPageCache), 0);
+    }
+
+    #[test]
+    fn the_per_task_cap_stops_candidates_unless_removed_and_dirty_folios_stay() {
+        let mut k = boot("v6.18+pagecache_promotion", true);
+        let t = k.current as usize;
+        k.tasks[t].promo_count = k.spec.knobs.promote_rate_limit_mbps;
+        cxl_folio(&mut k, 4);
+        assert!(k.tasks[t].promo_list.is_empty());
+        assert_eq!(k.stat.get(Vm::NumaHintPageCache), 0);
+        // One page under the cap: the folio joins (the list may pass the cap by one folio).
+        k.tasks[t].promo_count = k.spec.knobs.promote_rate_limit_mbps - 1;
+        let f = new_file(&mut k, 64 << 10, 0, true);
+        let folio = k.filemap_alloc_folio(f, 0, 4, Gfp::USER, Some(1)).unwrap();
+        for _ in 0..4 {
+            k.folio_mark_accessed(folio);
+        }
+        assert_eq!(k.tasks[t].promo_list.len(), 1);
+        // Without the cap, a task past it still adds candidates.
+        let mut k = boot("v6.18+pagecache_promotion", true);
+        k.spec.knobs.pagecache_promotion_task_cap = false;
+        k.tasks[t].promo_count = 1 << 40;
+        cxl_folio(&mut k, 4);
+        assert_eq!(k.tasks[t].promo_list.len(), 1);
+        // A dirty file folio is refused by migrate_misplaced_folio_prepare.
+        let mut k = boot("v6.18+pagecache_promotion", true);
+        let folio = cxl_folio(&mut k, 3);
+        k.mem.set(folio, pg::DIRTY);
+        k.folio_mark_accessed(folio);
+        assert!(k.tasks[t].promo_list.is_empty());
+        assert!(k.mem.test(folio, pg::LRU));
+    }
+
+    #[test]
+    fn a_full_top_tier_refuses_the_candidate_and_wakes_its_kswapd() {
+        let mut k = boot("v6.18+pagecache_promotion", true);
+        let folio = cxl_folio(&mut k, 3);
+        // Take node 0's free memory down to its min watermark.
+        while k.alloc_pages_thisnode(0, 0, false).is_some() {}
+        let kswapd = k.nodes[0].kswapd as usize;
+        assert_eq!(
+            k.tasks[kswapd].state,
+            crate::workload::task::TaskState::Blocked
+        );
+        k.folio_mark_accessed(folio);
+        assert!(k.tasks[k.current as usize].promo_list.is_empty());
+        assert!(k.mem.test(folio, pg::LRU), "not isolated");
+        assert_eq!(k.stat.get(Vm::NumaHintPageCache), 1);
+        assert_eq!(
+            k.tasks[kswapd].state,
+            crate::workload::task::TaskState::Runnable
+        );
+    }
+
+    #[test]
+    fn read_copies_cost_more_from_cxl_and_cold_reads_wait_for_the_disk() {
+        let mut k = boot("v6.18", false);
+        let d = new_file(&mut k, 8 << 20, 128, true);
+        let c = new_file(&mut k, 8 << 20, 128, true);
+        let cold = read_all(&mut k, d, 1 << 20, Some(0));
+        read_all(&mut k, c, 1 << 20, Some(1));
+        assert!(folios(&k, c)
+            .iter()
+            .all(|&(i, _)| k.pfn_node(k.files[1].cache[i as usize]) == 1));
+        let pgpgin = k.stat.get(Vm::Pgpgin);
+        // The second reads activate every folio (LRU work); the third ones only copy.
+        read_all(&mut k, d, 1 << 20, None);
+        read_all(&mut k, c, 1 << 20, None);
+        let dram = read_all(&mut k, d, 1 << 20, None);
+        let cxl = read_all(&mut k, c, 1 << 20, None);
+        assert_eq!(k.stat.get(Vm::Pgpgin), pgpgin, "cached reads do no I/O");
+        // Per page: copy_page_ns plus one load latency of the node.
+        let pages = 2048;
+        let entry = 8 * k.hw.fault_entry_ns;
+        assert_eq!(
+            dram,
+            pages * (k.hw.copy_page_ns + k.hw.dram_read_latency_ns) + entry
+        );
+        assert_eq!(
+            cxl,
+            pages * (k.hw.copy_page_ns + k.hw.cxl_read_latency_ns) + entry
+        );
+        assert!(cold > dram + k.hw.ssd_read_latency_ns);
+    }
+
+    #[test]
+    fn reclaim_frees_clean_file_folios_and_empties_their_page_cache_entries() {
+        let mut k = boot("v6.18", false);
+        let f = new_file(&mut k, 32 << 20, 128, true);
+        read_all(&mut k, f, 1 << 20, Some(0));
+        let cached = k.files[0].nrpages;
+        assert_eq!(cached, 8192);
+        let reclaimed = k.try_to_free_pages(0);
+        assert!(reclaimed > 0);
+        assert_eq!(k.stat.get(Vm::PgstealFile), reclaimed);
+        assert_eq!(k.stat.get(Vm::PgstealAnon), 0);
+        assert_eq!(k.files[0].nrpages, cached - reclaimed);
+        // Reclaim takes the oldest: the first pages read are gone.
+        assert_eq!(k.files[0].cache[0], NIL);
+        assert!(
+            crate::check::check(&k).is_empty(),
+            "{:?}",
+            crate::check::check(&k)
+        );
+    }
+}

@@ -1,0 +1,87 @@
+//! `file_read`: linear read() calls of a whole file into a user buffer, `cycles` times, each
+//! cycle timed (the page-cache promotion seed's microbenchmark, spec tiering.md §D.4).
+//!
+//! The program maps the buffer and writes it once (so it is resident before the timed part, as
+//! the seed leaves the buffer's setup out of its times), optionally reads the file
+//! `preload_reads` times with its page cache bound to `preload_node` (the seed places the CXL
+//! case with mbind before the runs; these reads are not timed and give the folios their LRU
+//! history), then runs the cycles. Each read() call asks for `buffer` bytes at the
+//! current position; a cycle is `size / buffer` calls. Without a preload the file starts on disk
+//! and the first cycle reads it through readahead.
+
+use crate::scenario::{Access, IterationReport, Op, Pattern};
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct FileRead {
+    /// The file's size.
+    pub size_bytes: u64,
+    /// Bytes asked for by each read() call (the buffer's size).
+    pub buffer_bytes: u64,
+    pub cycles: u32,
+    /// Read the file first with its page cache bound to this node (untimed).
+    pub preload_node: Option<u32>,
+    /// How many untimed reads that is (the file's access history before the cycles).
+    pub preload_reads: u32,
+    /// The backing device's read_ahead_kb (the bdi's ra_pages; io_pages is taken equal).
+    pub read_ahead_kb: u64,
+    /// The filesystem supports large folios in the page cache (xfs, ext4 on v6.11+, ...).
+    pub large_folios: bool,
+}
+
+impl Default for FileRead {
+    fn default() -> Self {
+        FileRead {
+            size_bytes: 1 << 30,
+            buffer_bytes: 1 << 20,
+            cycles: 1,
+            preload_node: None,
+            preload_reads: 1,
+            read_ahead_kb: 128,
+            large_folios: true,
+        }
+    }
+}
+
+pub const REGION_BUFFER: &str = "buffer";
+
+impl FileRead {
+    /// The program of the reading task, for the file with id `file`.
+    pub fn program(&self, file: u32) -> Vec<Op> {
+        let mut ops = vec![
+            Op::Mmap {
+                region: REGION_BUFFER.into(),
+                size_bytes: self.buffer_bytes,
+            },
+            Op::Touch {
+                region: REGION_BUFFER.into(),
+                access: Access::Write,
+                pattern: Pattern::Sequential,
+                offset_bytes: 0,
+                len_bytes: None,
+                count: None,
+                data: crate::mm::folio::content::DATA_DEFAULT,
+                work_ns: 0,
+            },
+        ];
+        let read = |bind_node| Op::FileRead {
+            file,
+            offset_bytes: 0,
+            len_bytes: self.size_bytes,
+            buffer_bytes: self.buffer_bytes,
+            bind_node,
+        };
+        if let Some(node) = self.preload_node {
+            for _ in 0..self.preload_reads {
+                ops.push(read(Some(node)));
+            }
+        }
+        for _ in 0..self.cycles {
+            ops.push(Op::IterationStart);
+            ops.push(read(None));
+            ops.push(Op::IterationEnd {
+                report: IterationReport::Time,
+            });
+        }
+        ops
+    }
+}
