@@ -243,12 +243,6 @@ impl Kernel {
         let mut st = self.tasks[t as usize].xs.take().expect("state");
         let n_union = x.union_points();
         let row_bytes = x.isotopes * 4;
-        let mut cumulative = [0.0; 12];
-        let mut acc = 0.0;
-        for (c, p) in cumulative.iter_mut().zip(MAT_DIST) {
-            acc += p;
-            *c = acc;
-        }
         if x.poisson_index {
             let r = self.xsbench_lookups_poisson(t, mm, &x, &mut st, lookups, quantum_end_ns);
             let finished = st.done >= lookups;
@@ -258,10 +252,8 @@ impl Kernel {
         let cpu = self.current_cpu as usize;
         while st.done < lookups && self.clock_ns < quantum_end_ns {
             while st.drawn < lookups && st.drawn < st.done + AHEAD as u64 {
-                let u = st.rng.next_f64();
-                let mat = cumulative.iter().position(|&c| u < c).unwrap_or(11) as u8;
-                let e = st.rng.next_f64();
-                st.ahead[(st.drawn % AHEAD as u64) as usize] = (mat, e);
+                let (mat, e) = draw_lookup(&mut st.rng);
+                st.ahead[(st.drawn % AHEAD as u64) as usize] = (mat as u8, e);
                 st.drawn += 1;
                 let row = ((e * n_union as f64) as u64).min(n_union - 1);
                 let (vi, base) = st.index;
@@ -284,34 +276,8 @@ impl Kernel {
                 ns += self.xs_read(mm, vi, base + page as u32, 1)?;
             }
             if st.done % x.sample == 0 {
-                let w = x.sample;
-                let mut hot = 0;
-                // Binary search of the unionized array.
-                let (vi, base) = st.unionized;
-                let (mut lo, mut hi) = (0u64, n_union - 1);
-                let mut last_page = u64::MAX;
-                while hi - lo > 1 {
-                    let mid = (lo + hi) / 2;
-                    let page = mid * 8 / PAGE;
-                    if page != last_page {
-                        hot += self.xs_read(mm, vi, base + page as u32, w)?;
-                        last_page = page;
-                    }
-                    if row >= mid {
-                        lo = mid;
-                    } else {
-                        hi = mid;
-                    }
-                }
-                // One grid point in each nuclide of the material.
-                let (vi, base) = st.nuclides;
-                let k = ((e * x.gridpoints as f64) as u64).min(x.gridpoints - 2);
-                for j in 0..st.materials[mat].len() {
-                    let n = st.materials[mat][j];
-                    let page = (n * x.gridpoints + k) * NUCLIDE_POINT_BYTES / PAGE;
-                    hot += self.xs_read(mm, vi, base + page as u32, w)?;
-                }
-                ns += hot * w;
+                let (hot, _, _) = self.xs_hot_reads(mm, &x, &mut st, mat, e, x.sample)?;
+                ns += hot * x.sample;
             }
             self.clock_ns += ns;
             let task = &mut self.tasks[t as usize];
@@ -362,7 +328,8 @@ impl Kernel {
                 let index_ns = (index_ns as f64 / COST_PROBES as f64 * pages_per_lookup) as u64;
                 self.stat
                     .count(Vm::DtlbLoadMisses, (pages_per_lookup * w as f64) as u64);
-                let (hot_ns, unionized, nuclides) = self.xs_hot_reads(mm, x, st, w)?;
+                let (mat, e) = draw_lookup(&mut st.rng);
+                let (hot_ns, unionized, nuclides) = self.xs_hot_reads(mm, x, st, mat, e, w)?;
                 st.lookup_ns = index_ns + hot_ns.max(1);
                 let smooth = |avg: f64, v: usize| {
                     if avg == 0.0 {
@@ -422,25 +389,18 @@ impl Kernel {
         Ok(())
     }
 
-    /// The unionized-array binary search and the nuclide-grid reads of one lookup, each read
-    /// standing for `w`. Returns their latency for one lookup and the pages read in each array.
+    /// The unionized-array binary search for energy `e` and the nuclide-grid reads of material
+    /// `mat`, each read standing for `w`. Returns their latency for one lookup and the pages read
+    /// in each array.
     fn xs_hot_reads(
         &mut self,
         mm: u32,
         x: &Xsbench,
         st: &mut LookupState,
+        mat: usize,
+        e: f64,
         w: u64,
     ) -> Result<(u64, usize, usize), Killed> {
-        let u = st.rng.next_f64();
-        let mut acc = 0.0;
-        let mat = MAT_DIST
-            .iter()
-            .position(|p| {
-                acc += p;
-                u < acc
-            })
-            .unwrap_or(11);
-        let e = st.rng.next_f64();
         let n_union = x.union_points();
         let row = ((e * n_union as f64) as u64).min(n_union - 1);
         let mut hot = 0;
@@ -472,6 +432,20 @@ impl Kernel {
         }
         Ok((hot, unionized, nuclides))
     }
+}
+
+/// A lookup's material, by XSBench's distribution, and its energy, uniform in [0, 1).
+fn draw_lookup(rng: &mut crate::sim::rng::Rng) -> (usize, f64) {
+    let u = rng.next_f64();
+    let mut acc = 0.0;
+    let mat = MAT_DIST
+        .iter()
+        .position(|p| {
+            acc += p;
+            u < acc
+        })
+        .unwrap_or(11);
+    (mat, rng.next_f64())
 }
 
 #[cfg(test)]
