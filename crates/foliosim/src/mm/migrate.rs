@@ -79,12 +79,9 @@ impl Kernel {
             return;
         }
         self.migrc.ubc = TlbBatch::default();
-        let folios = std::mem::take(&mut self.migrc.folios);
-        for &f in &folios {
+        for f in std::mem::take(&mut self.migrc.folios) {
             self.free_migrated_source(f, true);
         }
-        self.migrc.folios = folios;
-        self.migrc.folios.clear();
     }
 
     /// migrc_flush_free_folios: flush what MIGRC owes now and free the kept folios.

@@ -181,10 +181,11 @@ impl TlbBatch {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum FlushRange {
     All,
-    /// One page of one mm.
-    Page {
+    /// Up to tlb_single_page_flush_ceiling pages of one mm, flushed one by one (INVLPG).
+    Pages {
         mm: u32,
         vpn: u32,
+        nr: u32,
     },
 }
 
@@ -276,11 +277,13 @@ impl Kernel {
             return;
         }
         match range {
-            FlushRange::Page { mm, vpn } => {
-                c.flush_one(mm, vpn);
+            FlushRange::Pages { mm, vpn, nr } => {
+                for i in 0..nr {
+                    c.flush_one(mm, vpn + i);
+                }
                 if local {
-                    self.stat.count(Vm::NrTlbLocalFlushOne, 1);
-                    self.charge_time(self.hw.tlb_flush_local_one_ns);
+                    self.stat.count(Vm::NrTlbLocalFlushOne, nr as u64);
+                    self.charge_time(nr as u64 * self.hw.tlb_flush_local_one_ns);
                 }
             }
             FlushRange::All => {
@@ -314,8 +317,12 @@ impl Kernel {
 
     /// flush_tlb_mm_range over `nr_pages` pages from `vpn` of `mm`.
     pub fn flush_tlb_mm_range(&mut self, mm: u32, vpn: u32, nr_pages: u64, freed_tables: bool) {
-        let range = if nr_pages == 1 && !freed_tables {
-            FlushRange::Page { mm, vpn }
+        let range = if nr_pages <= TLB_SINGLE_PAGE_FLUSH_CEILING && !freed_tables {
+            FlushRange::Pages {
+                mm,
+                vpn,
+                nr: nr_pages as u32,
+            }
         } else {
             FlushRange::All
         };
@@ -324,14 +331,7 @@ impl Kernel {
         if mask.has_other_than(cpu) {
             self.flush_tlb_multi(&mask, range, freed_tables);
         } else if self.cpu_tlbs[cpu as usize].loaded_mm == mm {
-            if nr_pages > 1 && nr_pages <= TLB_SINGLE_PAGE_FLUSH_CEILING && !freed_tables {
-                // INVLPG of each page, counted per page.
-                for i in 0..nr_pages as u32 {
-                    self.flush_tlb_func(cpu, FlushRange::Page { mm, vpn: vpn + i });
-                }
-            } else {
-                self.flush_tlb_func(cpu, range);
-            }
+            self.flush_tlb_func(cpu, range);
         }
     }
 
