@@ -174,7 +174,7 @@ impl Kernel {
                 huge += 1;
             }
         }
-        self.charge_time((to - from) as u64 * 2 + changed * self.hw.pte_update_ns);
+        self.charge_time(changed * self.hw.pte_update_ns);
         if changed > 0 {
             self.stat.count(Vm::NumaPteUpdates, changed);
             self.stat.count(Vm::NumaHugePteUpdates, huge);
