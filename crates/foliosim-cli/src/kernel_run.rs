@@ -86,22 +86,8 @@ pub fn resolve(
     args: &LiveArgs,
     profile: &str,
 ) -> Result<Vec<RunSpec>, Failure> {
-    let variants = if args.variants.is_empty() {
-        crate::all_variants(scenario)
-    } else {
-        crate::once_each(&args.variants, "--variant")?
-            .into_iter()
-            .map(Some)
-            .collect()
-    };
-    let sets = args
-        .sets
-        .iter()
-        .map(|s| parse::parse_set(s))
-        .collect::<Result<Vec<_>, _>>()?;
-    if let Some(json) = &args.json {
-        output::check_writable_dir(json)?;
-    }
+    let (variants, sets) =
+        crate::variants_and_sets(scenario, &args.variants, &args.sets, &args.json)?;
     Ok(crate::resolve_all(
         scenario,
         &[profile.to_string()],

@@ -112,22 +112,7 @@ fn run(args: &RunArgs) -> Result<(), Failure> {
     } else {
         once_each(&args.profiles, "--profile")?
     };
-    let variants: Vec<Option<String>> = if args.variants.is_empty() {
-        all_variants(&scenario)
-    } else {
-        once_each(&args.variants, "--variant")?
-            .into_iter()
-            .map(Some)
-            .collect()
-    };
-    let sets = args
-        .sets
-        .iter()
-        .map(|s| parse::parse_set(s))
-        .collect::<Result<Vec<_>, _>>()?;
-    if let Some(json) = &args.json {
-        output::check_writable_dir(json)?;
-    }
+    let (variants, sets) = variants_and_sets(&scenario, &args.variants, &args.sets, &args.json)?;
     // every input error surfaces before the first (possibly long) run starts
     let specs = resolve_all(
         &scenario, &profiles, &variants, &sets, args.seed, args.check,
@@ -165,6 +150,32 @@ fn once_each(values: &[String], flag: &str) -> Result<Vec<String>, InputError> {
         seen.push(v.clone());
     }
     Ok(seen)
+}
+
+/// The variants a command names (all of the scenario's when it names none) and its `--set`s,
+/// after checking that its `--json` file can be written.
+fn variants_and_sets(
+    scenario: &Scenario,
+    variants: &[String],
+    sets: &[String],
+    json: &Option<std::path::PathBuf>,
+) -> Result<(Vec<Option<String>>, Vec<(String, String)>), Failure> {
+    let variants = if variants.is_empty() {
+        all_variants(scenario)
+    } else {
+        once_each(variants, "--variant")?
+            .into_iter()
+            .map(Some)
+            .collect()
+    };
+    let sets = sets
+        .iter()
+        .map(|s| parse::parse_set(s))
+        .collect::<Result<Vec<_>, _>>()?;
+    if let Some(json) = json {
+        output::check_writable_dir(json)?;
+    }
+    Ok((variants, sets))
 }
 
 /// Every variant the scenario defines, or one run without a variant when it defines none.

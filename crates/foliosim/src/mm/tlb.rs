@@ -193,8 +193,9 @@ impl Kernel {
     /// switch_mm_irqs_off / enter_lazy_tlb: task `t` starts running on `cpu`. A CPU the task
     /// ran on last and left goes idle, keeping its mm lazily.
     pub fn switch_to(&mut self, cpu: u32, t: u32) {
-        for (c, other) in self.cpu_tlbs.iter_mut().enumerate() {
-            if other.last_task == t && c as u32 != cpu {
+        if let Some(prev) = self.tasks[t as usize].last_cpu.replace(cpu) {
+            let other = &mut self.cpu_tlbs[prev as usize];
+            if prev != cpu && other.last_task == t {
                 other.lazy = true;
                 other.last_task = u32::MAX;
             }

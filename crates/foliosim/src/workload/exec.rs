@@ -334,13 +334,15 @@ impl Kernel {
     /// task's clock (the scheduler keeps a task where its cache is warm); otherwise the CPU of its
     /// node that frees up first.
     fn pick_cpu(&self, node: u32, t: u32) -> u32 {
-        let clock = self.tasks[t as usize].clock_ns;
-        let warm = self.nodes[node as usize].cpus.iter().copied().find(|&c| {
-            self.cpu_tlbs[c as usize].last_task == t
-                && self.cpus[c as usize].busy.busy_until_ns <= clock
-        });
-        if let Some(c) = warm {
-            return c;
+        let task = &self.tasks[t as usize];
+        if let Some(c) = task.last_cpu {
+            let warm = self.cpus[c as usize].node == node
+                && !self.nodes[node as usize].cpus.is_empty()
+                && self.cpu_tlbs[c as usize].last_task == t
+                && self.cpus[c as usize].busy.busy_until_ns <= task.clock_ns;
+            if warm {
+                return c;
+            }
         }
         let earliest = |c: &u32| (self.cpus[*c as usize].busy.busy_until_ns, *c);
         let cpus = &self.nodes[node as usize].cpus;

@@ -89,6 +89,8 @@ pub struct Task {
     pub iteration_start: Option<(u64, crate::stats::VmStat)>,
     /// Interrupt handling (TLB shootdowns) owed, charged when the task next runs.
     pub pending_irq_ns: u64,
+    /// The CPU the task last ran on.
+    pub last_cpu: Option<u32>,
     /// NUMA balancing: scan period, CPU-time stamp of the next scan, scan sequence last placed.
     pub numa_scan_period_ms: u64,
     pub node_stamp_ns: u64,
@@ -140,6 +142,7 @@ impl Task {
             direct_reclaim_pages: 0,
             iteration_start: None,
             pending_irq_ns: 0,
+            last_cpu: None,
             numa_scan_period_ms: 0,
             node_stamp_ns: 0,
             numa_scan_seq: 0,

@@ -23,7 +23,7 @@ use crate::mm::Kernel;
 use crate::scenario::{Access, Op, Pattern};
 use crate::stats::Vm;
 
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Xsbench {
     pub threads: u32,
     /// Particles in all (`-p`), shared evenly between the threads.
@@ -214,7 +214,7 @@ impl Kernel {
         quantum_end_ns: u64,
     ) -> Result<bool, Killed> {
         let mm = self.tasks[t as usize].mm.expect("user task has an mm");
-        let Some(x) = self.xsbench.clone() else {
+        let Some(x) = self.xsbench else {
             return Ok(true);
         };
         if self.tasks[t as usize].xs.is_none() {
