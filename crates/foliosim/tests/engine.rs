@@ -932,3 +932,28 @@ fn page_cache_larger_than_dram_is_demoted_and_reclaimed_without_swap() {
     );
     assert_eq!(r.iterations.len(), 2);
 }
+
+#[test]
+fn a_file_read_twice_comes_from_disk_once_and_then_from_the_page_cache() {
+    let toml = r#"
+name = "t"
+[[machine.node]]
+memory = "1G"
+cpus = 1
+[[file]]
+name = "data"
+size = "64M"
+[[task]]
+name = "reader"
+ops = [
+  { op = "read", file = "data", buffer = "1M" },
+  { op = "read", file = "data", offset = "32M", len = "16M", buffer = "1M" },
+]
+"#;
+    let r = run(toml, "v6.18", &[]);
+    assert_eq!(
+        r.vmstat["pgpgin"],
+        64 << 10,
+        "the whole file in KiB, read once"
+    );
+}

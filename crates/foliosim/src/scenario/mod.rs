@@ -230,6 +230,17 @@ pub enum Program {
     },
 }
 
+/// A file on the machine's disk (`[[file]]`), with an empty page cache at the start.
+#[derive(Clone, Debug)]
+pub struct FileSpec {
+    pub name: String,
+    pub size_bytes: u64,
+    /// The backing device's read_ahead_kb.
+    pub read_ahead_kb: u64,
+    /// The filesystem supports large page-cache folios.
+    pub large_folios: bool,
+}
+
 #[derive(Clone, Debug)]
 pub struct TaskSpec {
     pub name: String,
@@ -258,6 +269,8 @@ pub struct Scenario {
     pub description: String,
     pub machine: MachineSpec,
     pub swap: Vec<SwapSpec>,
+    /// Files of `[[file]]`, created in this order (a file's id is its index) before any task's.
+    pub files: Vec<FileSpec>,
     pub cgroups: Vec<CgroupSpec>,
     /// Knob settings by kernel path, in file order.
     pub knobs: Vec<(String, String)>,

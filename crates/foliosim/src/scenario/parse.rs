@@ -13,8 +13,8 @@ use toml::{Table, Value};
 use super::knobs::{self, Knobs};
 use super::profile::Profile;
 use super::{
-    Access, Advice, CgroupSpec, InputError, MachineSpec, NodeSpec, Op, Pattern, Program, RunSpec,
-    Scenario, SwapKind, SwapSpec, TaskSpec, Tier, Variant,
+    Access, Advice, CgroupSpec, FileSpec, InputError, MachineSpec, NodeSpec, Op, Pattern, Program,
+    RunSpec, Scenario, SwapKind, SwapSpec, TaskSpec, Tier, Variant,
 };
 
 const PAGE_SIZE: u64 = 4096;
@@ -42,6 +42,10 @@ pub const GENERATORS: &[&str] = &[
 ];
 /// Forks nested deeper than this are refused (keeps recursion bounded).
 const MAX_FORK_DEPTH: usize = 16;
+const MAX_FILE_BYTES: u64 = 1 << 44;
+use crate::workload::file_read::{
+    DEFAULT_BUFFER_BYTES as DEFAULT_READ_BUFFER_BYTES, DEFAULT_READ_AHEAD_KB,
+};
 
 /// Names of the hardware cost profiles `[machine] hardware` accepts.
 pub fn hardware_profile_names() -> Vec<String> {
@@ -441,6 +445,7 @@ const TOP_KEYS: &[&str] = &[
     "sched_quantum",
     "machine",
     "swap",
+    "file",
     "cgroup",
     "knobs",
     "variant",
@@ -481,7 +486,8 @@ fn parse_scenario(cx: &Cx, table: &Table) -> Res<Scenario> {
         None => Vec::new(),
     };
     let variants = parse_variants(&top, &limits)?;
-    let tasks = parse_tasks(&top, &machine, &cgroups)?;
+    let files = parse_files(&top)?;
+    let tasks = parse_tasks(&top, &machine, &cgroups, &files)?;
     let published = match top.table_opt("published")? {
         Some(t) => toml_to_json(&Value::Table(t.clone())),
         None => serde_json::Value::Null,
@@ -492,6 +498,7 @@ fn parse_scenario(cx: &Cx, table: &Table) -> Res<Scenario> {
         description,
         machine,
         swap,
+        files,
         cgroups,
         knobs,
         profiles,
@@ -832,7 +839,42 @@ fn generator_params(generator: &str) -> Option<&'static [&'static str]> {
     }
 }
 
-fn parse_tasks(top: &Node, machine: &MachineSpec, cgroups: &[CgroupSpec]) -> Res<Vec<TaskSpec>> {
+/// `[[file]]`: files on the machine's disk, for the file ops of op programs. A file's id is its
+/// position here.
+fn parse_files(top: &Node) -> Res<Vec<FileSpec>> {
+    let mut seen = BTreeSet::new();
+    let mut files = Vec::new();
+    for (path, t) in top.tables("file")? {
+        let f = Node::new(
+            top.cx,
+            t,
+            path,
+            &["name", "size", "read_ahead_kb", "large_folios"],
+        )?;
+        let name = f.name("name")?;
+        unique(top.cx, &mut seen, &name, &f.key("name"), "file")?;
+        let size_bytes = f.positive_size("size")?;
+        if size_bytes > MAX_FILE_BYTES {
+            return Err(f.err("size", "expected a file of at most 16 TiB"));
+        }
+        files.push(FileSpec {
+            name,
+            size_bytes,
+            read_ahead_kb: f
+                .int_opt("read_ahead_kb", 0, 1 << 20)?
+                .unwrap_or(DEFAULT_READ_AHEAD_KB as i64) as u64,
+            large_folios: f.bool_opt("large_folios")?.unwrap_or(true),
+        });
+    }
+    Ok(files)
+}
+
+fn parse_tasks(
+    top: &Node,
+    machine: &MachineSpec,
+    cgroups: &[CgroupSpec],
+    files: &[FileSpec],
+) -> Res<Vec<TaskSpec>> {
     let entries = top.tables("task")?;
     if entries.is_empty() {
         return Err(top.missing("task", "at least one [[task]]"));
@@ -929,7 +971,15 @@ fn parse_tasks(top: &Node, machine: &MachineSpec, cgroups: &[CgroupSpec]) -> Res
             (None, Some(ops)) => {
                 let mut regions = BTreeMap::new();
                 let path = task.key("ops");
-                Program::Ops(parse_ops(top.cx, ops, &path, &mut regions, &mut names, 0)?)
+                Program::Ops(parse_ops(
+                    top.cx,
+                    ops,
+                    &path,
+                    &mut regions,
+                    &mut names,
+                    files,
+                    0,
+                )?)
             }
         };
         tasks.push(TaskSpec {
@@ -955,7 +1005,7 @@ fn parse_generator(task: &Node, generator: &str) -> Res<Program> {
         "file_read" => {
             let d = crate::workload::file_read::FileRead::default();
             let size_bytes = task.positive_size("size")?;
-            if size_bytes > 1 << 44 {
+            if size_bytes > MAX_FILE_BYTES {
                 return Err(task.err("size", "expected a file of at most 16 TiB"));
             }
             let buffer_bytes = match task.size_opt("buffer")? {
@@ -1057,11 +1107,12 @@ fn op_keys(op: &str) -> Option<&'static [&'static str]> {
         "barrier" => &["op", "name"],
         "fork" => &["op", "name", "ops"],
         "exit" => &["op"],
+        "read" => &["op", "file", "offset", "len", "buffer"],
         _ => return None,
     })
 }
 
-const OP_NAMES: &str = "mmap, munmap, madvise, touch, sleep, barrier, fork, exit";
+const OP_NAMES: &str = "mmap, munmap, madvise, touch, sleep, barrier, fork, exit, read";
 
 /// Parses an op list. `regions` maps each mapped region to its size at this point of the
 /// program; a fork child starts from a copy of its parent's.
@@ -1071,6 +1122,7 @@ fn parse_ops(
     path: &str,
     regions: &mut BTreeMap<String, u64>,
     names: &mut BTreeSet<String>,
+    files: &[FileSpec],
     depth: usize,
 ) -> Res<Vec<Op>> {
     let mut ops = Vec::with_capacity(items.len());
@@ -1183,6 +1235,7 @@ fn parse_ops(
                     &node.key("ops"),
                     &mut child_regions,
                     names,
+                    files,
                     depth + 1,
                 )?;
                 Op::Fork { name, child }
@@ -1190,6 +1243,24 @@ fn parse_ops(
             "exit" => {
                 exited_at = Some(i);
                 Op::Exit
+            }
+            "read" => {
+                let (file, size_bytes) = named_file(&node, files)?;
+                let (offset_bytes, len_bytes) = parse_file_range(&node, files, file)?;
+                let buffer_bytes = match node.size_opt("buffer")? {
+                    None => DEFAULT_READ_BUFFER_BYTES,
+                    Some(0) => {
+                        return Err(node.err("buffer", "expected a size greater than 0, found 0"))
+                    }
+                    Some(b) => b,
+                };
+                Op::FileRead {
+                    file,
+                    offset_bytes,
+                    len_bytes: len_bytes.unwrap_or(size_bytes - offset_bytes),
+                    buffer_bytes,
+                    bind_node: None,
+                }
             }
             _ => unreachable!("op_keys accepted {op_name}"),
         };
@@ -1223,6 +1294,60 @@ fn mapped_region(node: &Node, regions: &BTreeMap<String, u64>) -> Res<(String, u
 }
 
 /// `offset` and `len` within a region of `region_bytes`, both page-aligned.
+/// The `file` key of a file op: a file of `[[file]]`. Returns its id and size.
+fn named_file(node: &Node, files: &[FileSpec]) -> Res<(u32, u64)> {
+    let name = node.name("file")?;
+    match files.iter().position(|f| f.name == name) {
+        Some(id) => Ok((id as u32, files[id].size_bytes)),
+        None => Err(node.err(
+            "file",
+            format!(
+                "expected a file defined by [[file]] ({}), found {name:?}",
+                if files.is_empty() {
+                    "none defined".to_string()
+                } else {
+                    files
+                        .iter()
+                        .map(|f| f.name.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                }
+            ),
+        )),
+    }
+}
+
+/// `offset` and `len` of a file op: bytes inside the file (`len` None = to its end).
+fn parse_file_range(node: &Node, files: &[FileSpec], file: u32) -> Res<(u64, Option<u64>)> {
+    let f = &files[file as usize];
+    let offset_bytes = node.size_opt("offset")?.unwrap_or(0);
+    if offset_bytes >= f.size_bytes {
+        return Err(node.err(
+            "offset",
+            format!(
+                "expected an offset inside file {:?} ({}), found {}",
+                f.name,
+                format_size(f.size_bytes),
+                format_size(offset_bytes)
+            ),
+        ));
+    }
+    let len_bytes = node.size_opt("len")?;
+    match len_bytes {
+        Some(0) => Err(node.err("len", "expected a length greater than 0, found 0")),
+        Some(len) if offset_bytes.saturating_add(len) > f.size_bytes => Err(node.err(
+            "len",
+            format!(
+                "expected offset + len within file {:?} ({}), found {}",
+                f.name,
+                format_size(f.size_bytes),
+                format_size(offset_bytes.saturating_add(len))
+            ),
+        )),
+        _ => Ok((offset_bytes, len_bytes)),
+    }
+}
+
 fn parse_range(node: &Node, region: &str, region_bytes: u64) -> Res<(u64, Option<u64>)> {
     // the mapping covers whole pages, as mmap rounds the length up
     let mapped_bytes = region_bytes.div_ceil(PAGE_SIZE).saturating_mul(PAGE_SIZE);
@@ -1782,6 +1907,55 @@ ops = [
         assert_eq!(
             (f.preload_node, f.read_ahead_kb, f.large_folios),
             (None, 128, true)
+        );
+    }
+
+    #[test]
+    fn files_and_read_ops_are_checked() {
+        let file = "[[file]]\nname = \"data\"\nsize = \"64M\"\n";
+        let reader = |op: &str| format!("{file}[[task]]\nname = \"r\"\nops = [{op}]");
+        expect_err(
+            &reader("{ op = \"read\", file = \"other\" }"),
+            "task[1].ops[0].file",
+            "defined by [[file]] (data)",
+        );
+        expect_err(
+            &reader("{ op = \"read\", file = \"data\", offset = \"64M\" }"),
+            "task[1].ops[0].offset",
+            "inside file \"data\"",
+        );
+        expect_err(
+            &reader("{ op = \"read\", file = \"data\", offset = \"32M\", len = \"33M\" }"),
+            "task[1].ops[0].len",
+            "within file",
+        );
+        expect_err(&format!("{file}{file}"), "file[1].name", "unique");
+        expect_err(
+            "[[file]]\nname = \"d\"\nsize = 0",
+            "file[0].size",
+            "greater than 0",
+        );
+        let s = parse(&format!(
+            "{MINIMAL}\n{}",
+            reader("{ op = \"read\", file = \"data\", offset = \"4M\", buffer = \"2M\" }")
+        ))
+        .unwrap();
+        assert_eq!(
+            (s.files[0].size_bytes, s.files[0].read_ahead_kb),
+            (64 << 20, 128)
+        );
+        let Program::Ops(ops) = &s.tasks[1].program else {
+            panic!("expected ops");
+        };
+        assert_eq!(
+            ops[0],
+            Op::FileRead {
+                file: 0,
+                offset_bytes: 4 << 20,
+                len_bytes: 60 << 20,
+                buffer_bytes: 2 << 20,
+                bind_node: None
+            }
         );
     }
 

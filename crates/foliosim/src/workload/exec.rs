@@ -41,6 +41,16 @@ impl Kernel {
     }
 
     pub fn spawn_workload(&mut self) -> Result<(), InputError> {
+        for i in 0..self.spec.scenario.files.len() {
+            let f = &self.spec.scenario.files[i];
+            let file = crate::mm::filemap::File::new(
+                f.name.clone(),
+                f.size_bytes,
+                f.read_ahead_kb,
+                f.large_folios,
+            );
+            self.create_file(file);
+        }
         let specs = self.spec.scenario.tasks.clone();
         for ts in &specs {
             let memcg = match &ts.cgroup {

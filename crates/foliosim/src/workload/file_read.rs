@@ -28,15 +28,18 @@ pub struct FileRead {
     pub large_folios: bool,
 }
 
+pub const DEFAULT_BUFFER_BYTES: u64 = 1 << 20;
+pub const DEFAULT_READ_AHEAD_KB: u64 = 128;
+
 impl Default for FileRead {
     fn default() -> Self {
         FileRead {
             size_bytes: 1 << 30,
-            buffer_bytes: 1 << 20,
+            buffer_bytes: DEFAULT_BUFFER_BYTES,
             cycles: 1,
             preload_node: None,
             preload_reads: 1,
-            read_ahead_kb: 128,
+            read_ahead_kb: DEFAULT_READ_AHEAD_KB,
             large_folios: true,
         }
     }
