@@ -40,6 +40,26 @@ struct MigrationEntry {
     pte: Pte,
 }
 
+/// A folio unmapped by migrate_pages_batch, waiting for the move phase; its migration entries
+/// are a range of the batch's entry list.
+#[derive(Clone, Debug)]
+struct Unmapped {
+    src: FolioId,
+    dst: FolioId,
+    entries: std::ops::Range<usize>,
+    migrc: bool,
+}
+
+/// Lists migrate_pages reuses from call to call, as every hint-fault promotion is a call.
+#[derive(Default, Debug)]
+pub struct MigrateScratch {
+    batch: Vec<FolioId>,
+    unmapped: Vec<Unmapped>,
+    entries: Vec<MigrationEntry>,
+    mappings: Vec<(u32, usize)>,
+    single: Vec<FolioId>,
+}
+
 /// MIGRC's state: the per-task read-only batch (one task migrates at a time here) and the global
 /// pending flush with its kept source folios.
 #[derive(Default, Debug)]
@@ -118,14 +138,18 @@ impl Kernel {
         target: u32,
         reason: MigrateReason,
     ) -> u64 {
-        let mut failed = Vec::new();
+        let mut batch = std::mem::take(&mut self.migrate_scratch.batch);
         let (mut succeeded, mut thp_succeeded, mut thp_failed) = (0, 0, 0);
-        let mut from = std::mem::take(list);
-        from.reverse();
-        while !from.is_empty() {
-            let mut batch = Vec::new();
+        let mut failed_pages = 0u64;
+        // Folios not moved are kept in list[..nr_failed], in the order the kernel's ret_folios
+        // gets them; list[next..] are still to be tried.
+        let (mut nr_failed, mut next) = (0, 0);
+        while next < list.len() {
+            batch.clear();
             let mut pages = 0u64;
-            while let Some(f) = from.pop() {
+            while next < list.len() {
+                let f = list[next];
+                next += 1;
                 pages += self.mem.nr_pages(f) as u64;
                 batch.push(f);
                 if pages >= NR_MAX_BATCHED_MIGRATION {
@@ -135,23 +159,41 @@ impl Kernel {
             let (pages, thps, stop) = self.migrate_pages_batch(&mut batch, target, reason);
             succeeded += pages;
             thp_succeeded += thps;
-            thp_failed += batch
-                .iter()
-                .filter(|&&f| self.mem.order(f) >= crate::scenario::knobs::PMD_ORDER as u32)
-                .count() as u64;
-            failed.extend(batch);
+            for &f in &batch {
+                thp_failed +=
+                    (self.mem.order(f) >= crate::scenario::knobs::PMD_ORDER as u32) as u64;
+                failed_pages += self.mem.nr_pages(f) as u64;
+                list[nr_failed] = f;
+                nr_failed += 1;
+            }
             if stop {
                 // -ENOMEM: nothing more can be allocated on the target.
-                failed.extend(from.drain(..).rev());
+                while next < list.len() {
+                    failed_pages += self.mem.nr_pages(list[next]) as u64;
+                    list[nr_failed] = list[next];
+                    nr_failed += 1;
+                    next += 1;
+                }
             }
         }
-        let failed_pages: u64 = failed.iter().map(|&f| self.mem.nr_pages(f) as u64).sum();
+        list.truncate(nr_failed);
+        self.migrate_scratch.batch = batch;
         self.stat.count(Vm::PgmigrateSuccess, succeeded);
         self.stat.count(Vm::PgmigrateFail, failed_pages);
         self.stat.count(Vm::ThpMigrationSuccess, thp_succeeded);
         self.stat.count(Vm::ThpMigrationFail, thp_failed);
-        *list = failed;
         succeeded
+    }
+
+    /// migrate_pages of one isolated folio (a hint-fault promotion). Returns the base pages moved;
+    /// with 0 the folio is still isolated, for the caller to put back.
+    pub fn migrate_folio(&mut self, folio: FolioId, target: u32, reason: MigrateReason) -> u64 {
+        let mut list = std::mem::take(&mut self.migrate_scratch.single);
+        list.clear();
+        list.push(folio);
+        let moved = self.migrate_pages(&mut list, target, reason);
+        self.migrate_scratch.single = list;
+        moved
     }
 
     /// migrate_pages_batch: unmap every folio, flush once, move. `batch` keeps the folios not
@@ -164,8 +206,10 @@ impl Kernel {
     ) -> (u64, u64, bool) {
         let mut do_migrc = self.migrc_enabled(reason);
         let mut pending = TlbBatch::default();
-        let mut unmapped: Vec<(FolioId, FolioId, Vec<MigrationEntry>, bool)> = Vec::new();
-        let mut kept = Vec::new();
+        let mut unmapped = std::mem::take(&mut self.migrate_scratch.unmapped);
+        let mut entries = std::mem::take(&mut self.migrate_scratch.entries);
+        unmapped.clear();
+        entries.clear();
         let mut enomem = false;
         let mut i = 0;
         while i < batch.len() {
@@ -185,7 +229,8 @@ impl Kernel {
             };
             self.migrc.can_migrc = true;
             self.migrc.ro_batch_active = do_migrc;
-            let entries = self.try_to_migrate(src);
+            let first_entry = entries.len();
+            self.try_to_migrate(src, &mut entries);
             self.migrc.ro_batch_active = false;
             let can = do_migrc
                 && self.migrc.can_migrc
@@ -196,42 +241,49 @@ impl Kernel {
             } else {
                 self.tlb_batch.fold(&mut self.migrc.tlb_ubc_ro);
             }
-            unmapped.push((src, dst, entries, can));
+            unmapped.push(Unmapped {
+                src,
+                dst,
+                entries: first_entry..entries.len(),
+                migrc: can,
+            });
             batch.swap_remove(i);
         }
-        if unmapped.is_empty() {
-            return (0, 0, enomem);
-        }
-        // migrc_add_pending_ubc: nothing else flushes concurrently in the simulator.
-        if do_migrc && pending.flush_required {
-            self.migrc.ubc.fold(&mut pending);
-        }
-        self.try_to_unmap_flush();
         let (mut pages, mut thps) = (0, 0);
-        for (src, dst, entries, migrc) in unmapped {
-            let order = self.mem.order(src);
-            pages += 1u64 << order;
-            thps += (order >= crate::scenario::knobs::PMD_ORDER as u32) as u64;
-            self.move_to_new_folio(src, dst, &entries);
-            if migrc {
-                let node = self.pfn_node(src) as usize;
-                self.zones[node].migrc_pending_nr += 1;
-                kept.push(src);
-            } else {
-                self.free_migrated_source(src, false);
+        if !unmapped.is_empty() {
+            // migrc_add_pending_ubc: nothing else flushes concurrently in the simulator.
+            if do_migrc && pending.flush_required {
+                self.migrc.ubc.fold(&mut pending);
+            }
+            self.try_to_unmap_flush();
+            for u in unmapped.drain(..) {
+                let order = self.mem.order(u.src);
+                pages += 1u64 << order;
+                thps += (order >= crate::scenario::knobs::PMD_ORDER as u32) as u64;
+                self.move_to_new_folio(u.src, u.dst, &entries[u.entries]);
+                if u.migrc {
+                    let node = self.pfn_node(u.src) as usize;
+                    self.zones[node].migrc_pending_nr += 1;
+                    self.migrc.folios.push(u.src);
+                } else {
+                    self.free_migrated_source(u.src, false);
+                }
             }
         }
-        self.migrc.folios.extend(kept);
+        self.migrate_scratch.unmapped = unmapped;
+        self.migrate_scratch.entries = entries;
         (pages, thps, enomem)
     }
 
-    /// try_to_migrate: clears every PTE that maps `src`, deferring or doing their flushes.
-    fn try_to_migrate(&mut self, src: FolioId) -> Vec<MigrationEntry> {
-        let mut mappings = Vec::new();
-        self.for_each_mapping(src, |mm, vi| mappings.push((mm, vi)));
+    /// try_to_migrate: clears every PTE that maps `src`, deferring or doing their flushes, and
+    /// appends one migration entry per PTE to `entries`.
+    fn try_to_migrate(&mut self, src: FolioId, entries: &mut Vec<MigrationEntry>) {
         let end = src + self.mem.nr_pages(src);
-        let mut entries = Vec::new();
-        for (mm, vi) in mappings {
+        let first = entries.len();
+        let mut mappings = std::mem::take(&mut self.migrate_scratch.mappings);
+        mappings.clear();
+        self.for_each_mapping(src, |mm, vi| mappings.push((mm, vi)));
+        for &(mm, vi) in &mappings {
             let (from, nr) = self.folio_ptes(src, mm, vi);
             let start = self.mms[mm as usize].vmas[vi].start;
             for idx in from..from + nr {
@@ -249,9 +301,10 @@ impl Kernel {
             }
             self.charge_time(self.hw.rmap_walk_ns);
         }
-        self.charge_time(entries.len() as u64 * self.hw.pte_update_ns);
-        self.mem.add_mapcount(src, -(entries.len() as i32));
-        entries
+        self.migrate_scratch.mappings = mappings;
+        let nr_entries = entries.len() - first;
+        self.charge_time(nr_entries as u64 * self.hw.pte_update_ns);
+        self.mem.add_mapcount(src, -(nr_entries as i32));
     }
 
     /// move_to_new_folio + remove_migration_ptes: `dst` takes `src`'s data, state and mappings.

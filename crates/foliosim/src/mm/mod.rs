@@ -83,6 +83,9 @@ pub struct Kernel {
     /// Per CPU: the loaded mm and the TLB.
     pub cpu_tlbs: Vec<tlb::CpuTlb>,
     pub migrc: migrate::Migrc,
+    pub migrate_scratch: migrate::MigrateScratch,
+    /// folio_referenced's list of mappings, kept between calls.
+    pub rmap_scratch: Vec<(u32, usize)>,
     pub memory_tiers: memory_tiers::MemoryTiers,
     /// Per node: NUMA-balancing promotion state.
     pub pgdat_numa: Vec<numa_balancing::NumaPgdat>,
@@ -208,6 +211,8 @@ impl Kernel {
             tlb_batch: tlb::TlbBatch::default(),
             cpu_tlbs,
             migrc: migrate::Migrc::default(),
+            migrate_scratch: migrate::MigrateScratch::default(),
+            rmap_scratch: Vec::new(),
             memory_tiers,
             pgdat_numa: vec![numa_balancing::NumaPgdat::default(); sc.machine.nodes.len()],
             access_time_ms: Vec::new(),

@@ -298,12 +298,9 @@ impl Kernel {
         }
         self.lruvec_del_folio(folio);
         let src_node = self.pfn_node(folio);
-        let mut list = vec![folio];
-        let moved = self.migrate_pages(&mut list, target, MigrateReason::NumaMisplaced);
-        for f in list {
-            self.folio_add_lru(f);
-        }
+        let moved = self.migrate_folio(folio, target, MigrateReason::NumaMisplaced);
         if moved == 0 {
+            self.folio_add_lru(folio);
             return false;
         }
         self.stat.count(Vm::NumaPagesMigrated, moved);

@@ -50,11 +50,13 @@ impl Kernel {
     /// folio_referenced: clears the young bits of every PTE mapping the folio and returns the
     /// number of mappings in which at least one was young.
     pub fn folio_referenced(&mut self, folio: FolioId) -> u32 {
-        let mut mappings = Vec::new();
+        // Reused: reclaim calls this for every folio it scans.
+        let mut mappings = std::mem::take(&mut self.rmap_scratch);
+        mappings.clear();
         self.for_each_mapping(folio, |mm, vi| mappings.push((mm, vi)));
         let end = folio + self.mem.nr_pages(folio);
         let mut referenced = 0;
-        for (mm, vi) in mappings {
+        for &(mm, vi) in &mappings {
             let (from, nr) = self.folio_ptes(folio, mm, vi);
             let poisson = self.mms[mm as usize].vmas[vi].poisson.is_some();
             if poisson {
@@ -78,6 +80,7 @@ impl Kernel {
             referenced += young as u32;
             self.charge_time(self.hw.rmap_walk_ns);
         }
+        self.rmap_scratch = mappings;
         referenced
     }
 

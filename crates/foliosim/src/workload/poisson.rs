@@ -116,7 +116,8 @@ impl Kernel {
         let now = self.clock_ns;
         let v = &mut self.mms[mm as usize].vmas[vi];
         if let Some(p) = &v.poisson {
-            if p.next_read_ns[idx] <= now && pt::is_accessible(v.ptes[idx]) {
+            // `&`, not `&&`: both loads (usually cache misses) can then be in flight at once.
+            if (p.next_read_ns[idx] <= now) & pt::is_accessible(v.ptes[idx]) {
                 v.ptes[idx] |= pt::YOUNG;
             }
         }
