@@ -180,8 +180,11 @@ impl Kernel {
             };
             let idx = (vpn - self.mms[mm as usize].vmas[vi].start) as usize;
             let v = &self.mms[mm as usize].vmas[vi];
-            let armed = pt::is_present(v.ptes[idx]) && v.ptes[idx] & pt::PROTNONE != 0;
-            if !armed || v.poisson.as_ref().map(|p| p.next_read_ns[idx]) != Some(t) {
+            // Both loads first, so that their cache misses overlap.
+            let (pte, next_read_ns) =
+                (v.ptes[idx], v.poisson.as_ref().map(|p| p.next_read_ns[idx]));
+            let armed = pt::is_present(pte) && pte & pt::PROTNONE != 0;
+            if !armed || next_read_ns != Some(t) {
                 continue;
             }
             self.handle_mm_fault(mm, vi, vpn, false)?;
