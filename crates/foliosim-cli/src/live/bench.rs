@@ -88,6 +88,10 @@ pub fn launches(
                 .collect(),
         })
     };
+    if task.mempolicy.is_some() {
+        // the programs would need set_mempolicy (or numactl) first
+        return Err("its mempolicy has no kernel-bench equivalent yet".into());
+    }
     Ok(match &task.program {
         Program::Usemem {
             processes,
@@ -343,6 +347,7 @@ ops = [
             name: "x".into(),
             cgroup: None,
             node: 0,
+            mempolicy: None,
             program,
         };
         let bin = Path::new("/b");

@@ -8,6 +8,7 @@ pub mod madvise;
 pub mod memcontrol;
 pub mod memory;
 pub mod memory_tiers;
+pub mod mempolicy;
 pub mod migrate;
 pub mod numa_balancing;
 pub mod oom_kill;
@@ -270,11 +271,17 @@ impl Kernel {
     }
 }
 
+/// All nodes of a machine of `nr_nodes`.
+pub fn node_mask_all(nr_nodes: usize) -> mempolicy::Nodemask {
+    debug_assert!(nr_nodes <= mempolicy::MAX_NUMNODES as usize);
+    u64::MAX >> (64 - nr_nodes)
+}
+
 /// The allocation entry (`__alloc_pages` of mm/page_alloc.c): the zonelist walk with the low
 /// watermark, the slow path that wakes kswapd, tries the min watermark, reclaims directly and in
 /// the end calls the OOM killer. The buddy allocator itself is `page_alloc::Zone`.
 impl Kernel {
-    /// Node of the current task's CPU (the default local memory policy).
+    /// Node of the current task's CPU (`numa_node_id()`).
     pub fn task_node(&self) -> u32 {
         self.cpus[self.current_cpu as usize].node
     }
@@ -290,9 +297,20 @@ impl Kernel {
         }
     }
 
-    fn alloc_from_zonelist(&mut self, node: u32, order: u32, low: bool) -> Option<folio::Pfn> {
+    /// get_page_from_freelist: the first node of `node`'s zonelist, among `nodemask`, that is
+    /// above its low (or min) watermark.
+    fn alloc_from_zonelist(
+        &mut self,
+        node: u32,
+        order: u32,
+        low: bool,
+        nodemask: mempolicy::Nodemask,
+    ) -> Option<folio::Pfn> {
         for k in 0..self.zones.len() {
             let z = Self::zonelist_at(node, k);
+            if !mempolicy::node_isset(z as u32, nodemask) {
+                continue;
+            }
             let zone = &self.zones[z];
             let mark = if low { zone.wmark_low } else { zone.wmark_min };
             let mut ok = zone.watermark_ok(order, mark);
@@ -313,16 +331,33 @@ impl Kernel {
         None
     }
 
+    /// An allocation from `node`'s zonelist, any node.
     pub fn alloc_pages(&mut self, node: u32, order: u32, gfp: memory::Gfp) -> Option<folio::Pfn> {
-        if let Some(pfn) = self.alloc_from_zonelist(node, order, true) {
+        let all = node_mask_all(self.nodes.len());
+        self.alloc_pages_nodemask(node, order, gfp, all)
+    }
+
+    /// __alloc_pages: an allocation from the nodes of `nodemask`, in the order of `node`'s
+    /// zonelist; kswapd and direct reclaim work on those nodes only.
+    pub fn alloc_pages_nodemask(
+        &mut self,
+        node: u32,
+        order: u32,
+        gfp: memory::Gfp,
+        nodemask: mempolicy::Nodemask,
+    ) -> Option<folio::Pfn> {
+        if let Some(pfn) = self.alloc_from_zonelist(node, order, true, nodemask) {
             return Some(pfn);
         }
         if gfp.kswapd_reclaim {
             for k in 0..self.zones.len() {
-                self.wakeup_kswapd(Self::zonelist_at(node, k) as u32);
+                let n = Self::zonelist_at(node, k) as u32;
+                if mempolicy::node_isset(n, nodemask) {
+                    self.wakeup_kswapd(n);
+                }
             }
         }
-        if let Some(pfn) = self.alloc_from_zonelist(node, order, false) {
+        if let Some(pfn) = self.alloc_from_zonelist(node, order, false, nodemask) {
             return Some(pfn);
         }
         if !gfp.direct_reclaim {
@@ -332,23 +367,29 @@ impl Kernel {
             // Very high pressure: MIGRC pauses and gives back what it keeps.
             self.migrc.pause_cnt += 1;
             self.migrc_flush_free_folios();
-            let pfn = self.alloc_pages_slowpath(node, order, gfp);
+            let pfn = self.alloc_pages_slowpath(node, order, gfp, nodemask);
             self.migrc.pause_cnt -= 1;
             return pfn;
         }
-        self.alloc_pages_slowpath(node, order, gfp)
+        self.alloc_pages_slowpath(node, order, gfp, nodemask)
     }
 
     /// The direct-reclaim part of the slow path, ending in the OOM killer.
-    fn alloc_pages_slowpath(&mut self, node: u32, order: u32, gfp: memory::Gfp) -> Option<Pfn> {
-        if let Some(pfn) = self.alloc_from_zonelist(node, order, false) {
+    fn alloc_pages_slowpath(
+        &mut self,
+        node: u32,
+        order: u32,
+        gfp: memory::Gfp,
+        nodemask: mempolicy::Nodemask,
+    ) -> Option<Pfn> {
+        if let Some(pfn) = self.alloc_from_zonelist(node, order, false, nodemask) {
             return Some(pfn);
         }
         let mut no_progress_loops = 0;
         loop {
             self.stat.count(crate::stats::Vm::AllocstallNormal, 1);
-            let reclaimed = self.try_to_free_pages(node);
-            if let Some(pfn) = self.alloc_from_zonelist(node, order, false) {
+            let reclaimed = self.try_to_free_pages(node, nodemask);
+            if let Some(pfn) = self.alloc_from_zonelist(node, order, false, nodemask) {
                 return Some(pfn);
             }
             if !gfp.retry {

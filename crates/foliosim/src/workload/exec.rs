@@ -43,6 +43,7 @@ impl Kernel {
     pub fn spawn_workload(&mut self) -> Result<(), InputError> {
         let specs = self.spec.scenario.tasks.clone();
         for ts in &specs {
+            let first_task = self.tasks.len();
             let memcg = match &ts.cgroup {
                 None => 0,
                 Some(name) => self
@@ -187,6 +188,10 @@ impl Kernel {
                         );
                     }
                 }
+            }
+            // Every process and thread of the task starts with its policy (as under numactl).
+            for t in &mut self.tasks[first_task..] {
+                t.mempolicy = ts.mempolicy;
             }
         }
         Ok(())
@@ -623,6 +628,9 @@ impl Kernel {
                     Rc::new(child.clone()),
                 );
                 c.regions = parent.regions.clone();
+                // copy_process duplicates the task policy and the interleave position.
+                c.mempolicy = parent.mempolicy;
+                c.il_prev = parent.il_prev;
                 c.mm = Some(child_mm);
                 c.clock_ns = self.clock_ns;
                 self.tasks.push(c);
@@ -636,16 +644,25 @@ impl Kernel {
                 offset_bytes,
                 len_bytes,
                 buffer_bytes,
-                bind_node,
             } => {
                 let req = crate::mm::filemap::ReadRequest {
                     file: *file,
                     offset_bytes: *offset_bytes,
                     len_bytes: *len_bytes,
                     buffer_bytes: *buffer_bytes,
-                    bind_node: *bind_node,
                 };
                 return self.file_read_op(t, &req, quantum_end_ns);
+            }
+            Op::SetMempolicy { policy } => self.do_set_mempolicy(*policy),
+            Op::Mbind {
+                region,
+                policy,
+                offset_bytes,
+                len_bytes,
+            } => {
+                let r = self.region_of(t, region)?;
+                let (from, to) = page_range(&r, *offset_bytes, *len_bytes);
+                self.do_mbind(mm, r.start, from, to, *policy);
             }
             Op::Sleep { .. } | Op::Barrier { .. } => {}
             Op::Exit => self.do_exit(t),

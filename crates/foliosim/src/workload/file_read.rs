@@ -4,11 +4,13 @@
 //! The program maps the buffer and writes it once (so it is resident before the timed part, as
 //! the seed leaves the buffer's setup out of its times), optionally reads the file
 //! `preload_reads` times with its page cache bound to `preload_node` (the seed places the CXL
-//! case with mbind before the runs; these reads are not timed and give the folios their LRU
-//! history), then runs the cycles. Each read() call asks for `buffer` bytes at the
+//! case with mbind before the runs; here a task policy of MPOL_BIND around these reads, as
+//! `numactl --membind` gives; they are not timed and give the folios their LRU history), then
+//! runs the cycles. Each read() call asks for `buffer` bytes at the
 //! current position; a cycle is `size / buffer` calls. Without a preload the file starts on disk
 //! and the first cycle reads it through readahead.
 
+use crate::mm::mempolicy::{Mempolicy, MpolMode};
 use crate::scenario::{Access, IterationReport, Op, Pattern};
 
 #[derive(Clone, Debug, PartialEq)]
@@ -63,21 +65,29 @@ impl FileRead {
                 work_ns: 0,
             },
         ];
-        let read = |bind_node| Op::FileRead {
+        let read = Op::FileRead {
             file,
             offset_bytes: 0,
             len_bytes: self.size_bytes,
             buffer_bytes: self.buffer_bytes,
-            bind_node,
         };
         if let Some(node) = self.preload_node {
+            // numactl --membind for the preload, then back to the default policy.
+            ops.push(Op::SetMempolicy {
+                policy: Some(Mempolicy {
+                    mode: MpolMode::Bind,
+                    nodes: 1 << node,
+                    flags: 0,
+                }),
+            });
             for _ in 0..self.preload_reads {
-                ops.push(read(Some(node)));
+                ops.push(read.clone());
             }
+            ops.push(Op::SetMempolicy { policy: None });
         }
         for _ in 0..self.cycles {
             ops.push(Op::IterationStart);
-            ops.push(read(None));
+            ops.push(read.clone());
             ops.push(Op::IterationEnd {
                 report: IterationReport::Time,
             });
