@@ -375,6 +375,14 @@ ops = [
             }),
             vec!["/b/zero_subpage", "x", "4194304", "4095", "512"]
         );
+        // A memory policy is not played live yet: refused rather than silently dropped.
+        let mut t = task(Program::Ops(vec![Op::Exit]));
+        t.mempolicy = foliosim::mm::mempolicy::Mempolicy::parse("bind:0", 1).unwrap();
+        assert!(launches(0, &t, bin, bin, 1)
+            .unwrap_err()
+            .contains("mempolicy"));
+        let policy_op = [Op::SetMempolicy { policy: None }];
+        assert!(serialize(&policy_op).unwrap_err().contains("cannot play"));
     }
 
     #[test]

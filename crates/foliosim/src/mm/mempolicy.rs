@@ -595,6 +595,7 @@ ops = [{{ op = "sleep", time = "1ms" }}]
         assert_eq!(node_of(&k, mm, start + 8), first);
         assert_eq!(node_of(&k, mm, start), 0);
         assert_eq!(node_of(&k, mm, start + 63), 0);
+        assert_eq!(crate::check::check(&k), Vec::<String>::new());
     }
 
     #[test]
@@ -720,6 +721,20 @@ ops = [{{ op = "sleep", time = "1ms" }}]
     }
 
     #[test]
+    fn a_forked_child_keeps_the_vma_policies() {
+        let (mut k, mm) = boot("never");
+        let start = k.mmap_anon(mm, 64);
+        k.do_mbind(mm, start, 16, 32, pol("bind:2"));
+        let child = k.fork_mm(mm, k.current);
+        let vi = k.mms[child as usize].find_vma(start).unwrap();
+        let (pol_at, _) = k.get_vma_policy(child, vi, start + 20, 0);
+        assert_eq!(pol_at, pol("bind:2").unwrap());
+        k.touch(child, start + 20, true, content::DATA_DEFAULT)
+            .unwrap();
+        assert_eq!(node_of(&k, child, start + 20), 2);
+    }
+
+    #[test]
     fn mbind_splits_a_pmd_mapping_its_boundary_cuts() {
         let (mut k, mm) = boot("always");
         let start = k.mmap_anon(mm, 1024);
@@ -734,5 +749,6 @@ ops = [{{ op = "sleep", time = "1ms" }}]
         k.do_mbind(mm, start, 100, 200, pol("bind:1"));
         assert_eq!(k.mms[mm as usize].vmas[vi].ptes[0] & pt::PMD, 0);
         assert_eq!(k.stat.get(Vm::ThpSplitPmd), 1);
+        assert_eq!(crate::check::check(&k), Vec::<String>::new());
     }
 }
