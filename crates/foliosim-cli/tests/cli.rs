@@ -464,7 +464,14 @@ fn memory_policies_run_under_check() {
     assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
     let doc: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
-    assert_eq!(doc["runs"][0]["vmstat"]["pgfault"], 4096);
+    let vmstat = &doc["runs"][0]["vmstat"];
+    assert_eq!(vmstat["pgfault"], 4096);
+    // The heap alternates between the nodes, each page on its interleave target; the buffer's
+    // bound half is on node 1, the rest local to the task's node 0.
+    assert_eq!(vmstat["numa_interleave"], 2048);
+    assert_eq!(vmstat["numa_hit"], 4096);
+    assert_eq!(vmstat["numa_local"], 2048);
+    assert_eq!(vmstat["numa_other"], 2048);
 }
 
 #[test]

@@ -6,9 +6,11 @@
 //! sets MPOL_F_MOF | MPOL_F_MORON on BIND and PREFERRED_MANY); get_task_policy (no task policy:
 //! the per-node preferred_node_policy, preferred-local with MOF | MORON), get_vma_policy with the
 //! interleave index (`ilx`, the VMA offset shifted by the folio order), policy_nodemask,
-//! interleave_nid, interleave_nodes (round-robin through `current->il_prev`), alloc_pages_mpol,
-//! alloc_pages_preferred_many, vma_policy_mof and mpol_misplaced. The page-cache allocation
-//! (filemap_alloc_folio for non-shmem files) uses the task policy, as the kernel does.
+//! interleave_nid, interleave_nodes (round-robin through `current->il_prev`), alloc_pages_mpol
+//! (counting numa_interleave), alloc_pages_preferred_many, vma_policy_mof and mpol_misplaced.
+//! The page-cache allocation (filemap_alloc_folio for non-shmem files) uses the task policy, as
+//! the kernel does. The allocator (mm/mod.rs) counts zone_statistics' numa_hit, numa_miss,
+//! numa_foreign, numa_local and numa_other per allocation.
 //!
 //! mbind keeps a VMA whole and records its policies as sorted, non-overlapping page ranges
 //! (`Vma::policies`, equal neighbours merged), where the kernel splits and merges VMAs
@@ -26,6 +28,7 @@
 use super::folio::Pfn;
 use super::memory::Gfp;
 use super::Kernel;
+use crate::stats::Vm;
 
 /// A set of nodes (`nodemask_t`): bit n is node n. Machines have at most 64 nodes here.
 pub type Nodemask = u64;
@@ -325,7 +328,11 @@ impl Kernel {
                 .alloc_pages_nodemask(nid, order, light, pol.nodes)
                 .or_else(|| self.alloc_pages_nodemask(nid, order, gfp, all));
         }
-        self.alloc_pages_nodemask(nid, order, gfp, nodemask.unwrap_or(all))
+        let pfn = self.alloc_pages_nodemask(nid, order, gfp, nodemask.unwrap_or(all))?;
+        if pol.mode == MpolMode::Interleave && self.pfn_node(pfn) == nid {
+            self.stat.count(Vm::NumaInterleave, 1);
+        }
+        Some(pfn)
     }
 
     /// vma_alloc_folio: a block of `order` for the folio at `vpn` of a VMA, placed by the VMA's
@@ -444,7 +451,6 @@ mod tests {
     use super::*;
     use crate::mm::folio::content;
     use crate::mm::pagetable as pt;
-    use crate::stats::Vm;
 
     /// Three DRAM nodes of 64 MiB with one CPU each, THP off. The task runs on node 0.
     fn boot(thp: &str) -> (Kernel, u32) {
@@ -553,6 +559,12 @@ ops = [{{ op = "sleep", time = "1ms" }}]
             let want = if (vpn - start) % 2 == 0 { 1 } else { 2 };
             assert_eq!(node_of(&k, mm, vpn), want, "page {}", vpn - start);
         }
+        assert_eq!(k.stat.get(Vm::NumaInterleave), 64);
+        // Nodes 1 and 2 are not the CPU's node 0: each page is a hit on the node its zonelist
+        // started from, but not local.
+        assert_eq!(k.stat.get(Vm::NumaHit), 64);
+        assert_eq!(k.stat.get(Vm::NumaOther), 64);
+        assert_eq!(k.stat.get(Vm::NumaLocal), 0);
     }
 
     #[test]
@@ -619,6 +631,7 @@ ops = [{{ op = "sleep", time = "1ms" }}]
             k.stat.get(Vm::AllocstallNormal) > 0,
             "direct reclaim ran first"
         );
+        assert_eq!(k.stat.get(Vm::NumaMiss), 0);
     }
 
     #[test]
@@ -650,6 +663,12 @@ ops = [{{ op = "sleep", time = "1ms" }}]
         assert_eq!(node_of(&k, mm, start), 2);
         // Past node 2's low watermark the rest goes to the first node of node 2's zonelist.
         assert_eq!(node_of(&k, mm, start + 19_999), 0);
+        assert!(k.stat.get(Vm::NumaMiss) > 0);
+        assert_eq!(k.stat.get(Vm::NumaMiss), k.stat.get(Vm::NumaForeign));
+        assert_eq!(
+            k.stat.get(Vm::NumaHit) + k.stat.get(Vm::NumaMiss),
+            k.stat.get(Vm::NumaLocal) + k.stat.get(Vm::NumaOther)
+        );
     }
 
     #[test]

@@ -279,7 +279,8 @@ pub fn node_mask_all(nr_nodes: usize) -> mempolicy::Nodemask {
 
 /// The allocation entry (`__alloc_pages` of mm/page_alloc.c): the zonelist walk with the low
 /// watermark, the slow path that wakes kswapd, tries the min watermark, reclaims directly and in
-/// the end calls the OOM killer. The buddy allocator itself is `page_alloc::Zone`.
+/// the end calls the OOM killer, over the nodes a memory policy allows (mm/mempolicy.rs), with
+/// zone_statistics' NUMA counters. The buddy allocator itself is `page_alloc::Zone`.
 impl Kernel {
     /// Node of the current task's CPU (`numa_node_id()`).
     pub fn task_node(&self) -> u32 {
@@ -297,6 +298,25 @@ impl Kernel {
         }
     }
 
+    /// zone_statistics: an allocation from `node` whose zonelist started at `preferred` counts
+    /// as a hit or a miss (and a foreign allocation of the preferred node), and as local or
+    /// other by the node of the CPU that asked.
+    fn zone_statistics(&mut self, preferred: u32, node: u32) {
+        use crate::stats::Vm;
+        if node == preferred {
+            self.stat.count(Vm::NumaHit, 1);
+        } else {
+            self.stat.count(Vm::NumaMiss, 1);
+            self.stat.count(Vm::NumaForeign, 1);
+        }
+        let local = if node == self.task_node() {
+            Vm::NumaLocal
+        } else {
+            Vm::NumaOther
+        };
+        self.stat.count(local, 1);
+    }
+
     /// get_page_from_freelist: the first node of `node`'s zonelist, among `nodemask`, that is
     /// above its low (or min) watermark.
     fn alloc_from_zonelist(
@@ -306,11 +326,13 @@ impl Kernel {
         low: bool,
         nodemask: mempolicy::Nodemask,
     ) -> Option<folio::Pfn> {
+        let mut preferred = None;
         for k in 0..self.zones.len() {
             let z = Self::zonelist_at(node, k);
             if !mempolicy::node_isset(z as u32, nodemask) {
                 continue;
             }
+            let preferred = *preferred.get_or_insert(z as u32);
             let zone = &self.zones[z];
             let mark = if low { zone.wmark_low } else { zone.wmark_min };
             let mut ok = zone.watermark_ok(order, mark);
@@ -324,6 +346,7 @@ impl Kernel {
             if ok {
                 let pfn = self.zones[z].alloc(&mut self.mem, order)?;
                 self.stat.count(crate::stats::Vm::Pgalloc, 1 << order);
+                self.zone_statistics(preferred, z as u32);
                 self.charge_time(self.hw.page_alloc_ns);
                 return Some(pfn);
             }
@@ -429,6 +452,7 @@ impl Kernel {
             if ok {
                 if let Some(pfn) = self.zones[node as usize].alloc(&mut self.mem, order) {
                     self.stat.count(crate::stats::Vm::Pgalloc, 1 << order);
+                    self.zone_statistics(node, node);
                     self.charge_time(self.hw.page_alloc_ns);
                     return Some(pfn);
                 }
