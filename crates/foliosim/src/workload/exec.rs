@@ -123,7 +123,7 @@ impl Kernel {
                         fr.read_ahead_kb,
                         fr.large_folios,
                     ));
-                    let ops = fr.program(file);
+                    let ops = fr.program(file, ts.mempolicy);
                     self.spawn_user(ts.name.clone(), memcg, ts.node, Rc::new(ops), Report::None);
                 }
                 Program::ThpSwapAllocator {

@@ -47,8 +47,9 @@ impl Default for FileRead {
 pub const REGION_BUFFER: &str = "buffer";
 
 impl FileRead {
-    /// The program of the reading task, for the file with id `file`.
-    pub fn program(&self, file: u32) -> Vec<Op> {
+    /// The program of the reading task, for the file with id `file`; `mempolicy` is the task's
+    /// own policy, restored after the preload.
+    pub fn program(&self, file: u32, mempolicy: Option<Mempolicy>) -> Vec<Op> {
         let mut ops = vec![
             Op::Mmap {
                 region: REGION_BUFFER.into(),
@@ -72,7 +73,7 @@ impl FileRead {
             buffer_bytes: self.buffer_bytes,
         };
         if let Some(node) = self.preload_node {
-            // numactl --membind for the preload, then back to the default policy.
+            // numactl --membind for the preload, then back to the task's policy.
             ops.push(Op::SetMempolicy {
                 policy: Some(Mempolicy {
                     mode: MpolMode::Bind,
@@ -83,7 +84,7 @@ impl FileRead {
             for _ in 0..self.preload_reads {
                 ops.push(read.clone());
             }
-            ops.push(Op::SetMempolicy { policy: None });
+            ops.push(Op::SetMempolicy { policy: mempolicy });
         }
         for _ in 0..self.cycles {
             ops.push(Op::IterationStart);
@@ -93,5 +94,28 @@ impl FileRead {
             });
         }
         ops
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_preload_runs_under_a_bind_policy_and_restores_the_tasks_own() {
+        let fr = FileRead {
+            preload_node: Some(1),
+            preload_reads: 2,
+            ..Default::default()
+        };
+        let own = Mempolicy::parse("interleave:0-1", 2).unwrap();
+        let ops = fr.program(0, own);
+        let bind = Mempolicy::parse("bind:1", 2).unwrap();
+        assert_eq!(ops[2], Op::SetMempolicy { policy: bind });
+        assert!(matches!(ops[3], Op::FileRead { .. }) && matches!(ops[4], Op::FileRead { .. }));
+        assert_eq!(ops[5], Op::SetMempolicy { policy: own });
+        // Without a preload the program sets no policy at all.
+        let plain = FileRead::default().program(0, None);
+        assert!(!plain.iter().any(|op| matches!(op, Op::SetMempolicy { .. })));
     }
 }
