@@ -18,15 +18,20 @@
 //! interleave base (vm_pgoff), folios allocated at a fault stay inside it, and a PMD-mapped THP
 //! that a boundary cuts is split into PTE mappings, as __split_vma does.
 //!
+//! mbind's MPOL_MF_MOVE migrates the folios present on other nodes to the node the policy
+//! would allocate them from (one target per folio, no fallback to the mask's other nodes when it
+//! is full; MIGRATE_ASYNC's single pass, as the simulator's migration never meets a busy folio).
+//!
 //! Left out: MPOL_WEIGHTED_INTERLEAVE, MPOL_F_STATIC_NODES and MPOL_F_RELATIVE_NODES (no cpusets
-//! to rebind against), set_mempolicy_home_node, MPOL_MF_STRICT and MPOL_MF_MOVE (mbind does not
-//! migrate folios already present), the THP-at-fault rule of alloc_pages_mpol (a PMD-order
-//! allocation tries only the preferred node first), shared (shmem) policies, and the OOM killer's
-//! CONSTRAINT_MEMORY_POLICY (a failing BIND allocation chooses its victim among all tasks). The
-//! syscalls' own CPU cost is not charged.
+//! to rebind against), set_mempolicy_home_node, MPOL_MF_STRICT and MPOL_MF_MOVE_ALL, moving with
+//! a default or local policy (refused by the scenario parser), the THP-at-fault rule of
+//! alloc_pages_mpol (a PMD-order allocation tries only the preferred node first), shared (shmem)
+//! policies, and the OOM killer's CONSTRAINT_MEMORY_POLICY (a failing BIND allocation chooses its
+//! victim among all tasks). The syscalls' own CPU cost is not charged.
 
 use super::folio::Pfn;
 use super::memory::Gfp;
+use super::migrate::MigrateReason;
 use super::Kernel;
 use crate::stats::Vm;
 
@@ -420,8 +425,8 @@ impl Kernel {
         }
     }
 
-    /// mbind (do_mbind without MPOL_MF_MOVE) of pages [from, to) of the VMA starting at
-    /// `start`; None is MPOL_DEFAULT.
+    /// mbind (do_mbind) of pages [from, to) of the VMA starting at `start`; None is
+    /// MPOL_DEFAULT. Folios already present stay (see `mbind_move_folios` for MPOL_MF_MOVE).
     pub fn do_mbind(&mut self, mm: u32, start: u32, from: u32, to: u32, pol: Option<Mempolicy>) {
         let Some(vi) = self.mms[mm as usize].find_vma(start) else {
             return;
@@ -443,6 +448,83 @@ impl Kernel {
             }
         }
         mbind_ranges(&mut self.mms[mm as usize].vmas[vi].policies, from, to, pol);
+    }
+
+    /// mbind's MPOL_MF_MOVE after `do_mbind` set `pol` on pages [from, to) of the VMA starting
+    /// at `start`: queue_pages_range takes the folios mapped there on a node outside the policy's
+    /// nodes (skipping folios mapped by other processes, as without MPOL_MF_MOVE_ALL, and those
+    /// that cannot be isolated), and migrate_pages moves each to the node the policy allocates
+    /// it from (alloc_migration_target_by_mpol: the interleave node of its index, the preferred
+    /// node, or the first node of the mask in the local zonelist). Returns pages moved.
+    pub fn mbind_move_folios(
+        &mut self,
+        mm: u32,
+        start: u32,
+        from: u32,
+        to: u32,
+        pol: &Mempolicy,
+    ) -> u64 {
+        use super::folio::pg;
+        use super::pagetable as pt;
+        let Some(vi) = self.mms[mm as usize].find_vma(start) else {
+            return 0;
+        };
+        let vstart = self.mms[mm as usize].vmas[vi].start;
+        let thisnid = self.task_node();
+        let mask_target = (0..self.nodes.len())
+            .map(|k| Self::zonelist_at(thisnid, k) as u32)
+            .find(|&n| node_isset(n, pol.nodes))
+            .unwrap_or(thisnid);
+        let mut queued: Vec<(u32, Pfn)> = Vec::new();
+        let mut vpn = vstart + from;
+        while vpn < vstart + to {
+            let pte = self.mms[mm as usize].vmas[vi].ptes[(vpn - vstart) as usize];
+            if !pt::is_present(pte) {
+                vpn += 1;
+                continue;
+            }
+            let folio = self.mem.head_of(pt::pfn(pte));
+            let (nr, order) = (self.mem.nr_pages(folio), self.mem.order(folio));
+            // The rest of this folio's pages need no second look.
+            vpn = (self.mem.index(folio) + nr).max(vpn + 1);
+            if node_isset(self.pfn_node(folio), pol.nodes)
+                || !self.mem.test(folio, pg::LRU)
+                || self.mem.test(folio, pg::SWAPCACHE)
+                || self.mem.mapcount(folio) > nr
+            {
+                continue;
+            }
+            let target = match pol.mode {
+                MpolMode::Interleave => {
+                    let at = self.mem.index(folio).max(vstart + from);
+                    let (_, ilx) = self.get_vma_policy(mm, vi, at, order);
+                    self.interleave_nid(pol, ilx)
+                }
+                MpolMode::Preferred => first_node(pol.nodes),
+                MpolMode::Bind | MpolMode::PreferredMany => mask_target,
+                MpolMode::Local => thisnid,
+            };
+            queued.push((target, folio));
+        }
+        let mut moved = 0;
+        for target in 0..self.nodes.len() as u32 {
+            let mut list: Vec<Pfn> = queued
+                .iter()
+                .filter(|&&(t, _)| t == target)
+                .map(|&(_, f)| f)
+                .collect();
+            if list.is_empty() {
+                continue;
+            }
+            for &f in &list {
+                self.lruvec_del_folio(f);
+            }
+            moved += self.migrate_pages(&mut list, target, MigrateReason::MempolicyMbind);
+            for f in list {
+                self.folio_add_lru(f);
+            }
+        }
+        moved
     }
 }
 
@@ -751,6 +833,45 @@ ops = [{{ op = "sleep", time = "1ms" }}]
         k.touch(child, start + 20, true, content::DATA_DEFAULT)
             .unwrap();
         assert_eq!(node_of(&k, child, start + 20), 2);
+    }
+
+    #[test]
+    fn mbind_move_migrates_present_folios_to_the_policys_nodes() {
+        let (mut k, mm) = boot("never");
+        let start = k.mmap_anon(mm, 32);
+        write(&mut k, mm, start, 32);
+        // Bind pages [0, 16) to nodes 1-2: they move; the rest stays on node 0.
+        let b = pol("bind:1-2").unwrap();
+        k.do_mbind(mm, start, 0, 16, Some(b));
+        // The first node of the mask in node 0's zonelist is node 1.
+        assert_eq!(k.mbind_move_folios(mm, start, 0, 16, &b), 16);
+        assert!((start..start + 16).all(|p| node_of(&k, mm, p) == 1));
+        assert!((start + 16..start + 32).all(|p| node_of(&k, mm, p) == 0));
+        assert_eq!(k.stat.get(Vm::PgmigrateSuccess), 16);
+        // Folios already inside the mask are not moved again.
+        assert_eq!(k.mbind_move_folios(mm, start, 0, 16, &b), 0);
+        // Interleave: a folio off the mask goes to the node of its own index; one on any node
+        // of the mask stays, even if not its interleave node.
+        let il = pol("interleave:0,2").unwrap();
+        k.do_mbind(mm, start, 0, 32, Some(il));
+        assert_eq!(k.mbind_move_folios(mm, start, 0, 32, &il), 16);
+        for p in start..start + 16 {
+            assert_eq!(node_of(&k, mm, p), if p % 2 == 0 { 0 } else { 2 }, "{p}");
+        }
+        assert!((start + 16..start + 32).all(|p| node_of(&k, mm, p) == 0));
+        assert_eq!(crate::check::check(&k), Vec::<String>::new());
+    }
+
+    #[test]
+    fn mbind_move_leaves_folios_another_process_maps() {
+        let (mut k, mm) = boot("never");
+        let start = k.mmap_anon(mm, 4);
+        write(&mut k, mm, start, 4);
+        let _child = k.fork_mm(mm, k.current);
+        let b = pol("bind:2").unwrap();
+        k.do_mbind(mm, start, 0, 4, Some(b));
+        assert_eq!(k.mbind_move_folios(mm, start, 0, 4, &b), 0);
+        assert_eq!(node_of(&k, mm, start), 0);
     }
 
     #[test]

@@ -181,12 +181,14 @@ pub enum Op {
     SetMempolicy {
         policy: Option<crate::mm::mempolicy::Mempolicy>,
     },
-    /// mbind of a range of a region (None: MPOL_DEFAULT), without moving present pages.
+    /// mbind of a range of a region (None: MPOL_DEFAULT); with `mf_move` (MPOL_MF_MOVE) the
+    /// folios already there move to the policy's nodes.
     Mbind {
         region: String,
         policy: Option<crate::mm::mempolicy::Mempolicy>,
         offset_bytes: u64,
         len_bytes: Option<u64>,
+        mf_move: bool,
     },
 }
 

@@ -1089,7 +1089,7 @@ fn op_keys(op: &str) -> Option<&'static [&'static str]> {
         "fork" => &["op", "name", "ops"],
         "exit" => &["op"],
         "set_mempolicy" => &["op", "mode"],
-        "mbind" => &["op", "region", "mode", "offset", "len"],
+        "mbind" => &["op", "region", "mode", "offset", "len", "move"],
         _ => return None,
     })
 }
@@ -1249,11 +1249,21 @@ fn parse_ops(
                 let (region, region_bytes) = mapped_region(&node, regions)?;
                 let policy = op_mempolicy(&node, ocx.nr_nodes)?;
                 let (offset_bytes, len_bytes) = parse_range(&node, &region, region_bytes)?;
+                let mf_move = node.bool_opt("move")?.unwrap_or(false);
+                let names_nodes = policy.is_some_and(|p| p.nodes != 0);
+                if mf_move && !names_nodes {
+                    return Err(node.err(
+                        "move",
+                        "expected move = true only with a policy that names nodes (bind, \
+                         preferred, interleave, preferred_many)",
+                    ));
+                }
                 Op::Mbind {
                     region,
                     policy,
                     offset_bytes,
                     len_bytes,
+                    mf_move,
                 }
             }
             _ => unreachable!("op_keys accepted {op_name}"),
@@ -1893,6 +1903,7 @@ ops = [
                 policy: Mempolicy::parse("interleave:0,1", 2).unwrap(),
                 offset_bytes: 4 << 20,
                 len_bytes: Some(2 << 20),
+                mf_move: false,
             }
         );
         assert_eq!(ops[2], Op::SetMempolicy { policy: None });
@@ -1905,6 +1916,15 @@ ops = [
         assert!(e.message.contains("\"bind:0,1\""), "{e}");
         let e = parse(&text("local", "bind")).unwrap_err();
         assert!(e.message.contains("node list"), "{e}");
+        let moving = text("local", "local").replace("len = \"2M\"", "len = \"2M\", move = true");
+        let e = parse(&moving).unwrap_err();
+        assert_eq!(e.key, "task[0].ops[1].move", "{e}");
+        let moving = text("local", "bind:1").replace("len = \"2M\"", "len = \"2M\", move = true");
+        let s = parse(&moving).unwrap();
+        let Program::Ops(ops) = &s.tasks[0].program else {
+            panic!("expected ops")
+        };
+        assert!(matches!(ops[1], Op::Mbind { mf_move: true, .. }));
         expect_err(
             "[[task]]\nname = \"b\"\nmempolicy = 1\nops = [{ op = \"exit\" }]",
             "task[1].mempolicy",

@@ -659,10 +659,14 @@ impl Kernel {
                 policy,
                 offset_bytes,
                 len_bytes,
+                mf_move,
             } => {
                 let r = self.region_of(t, region)?;
                 let (from, to) = page_range(&r, *offset_bytes, *len_bytes);
                 self.do_mbind(mm, r.start, from, to, *policy);
+                if let (true, Some(pol)) = (mf_move, policy) {
+                    self.mbind_move_folios(mm, r.start, from, to, pol);
+                }
             }
             Op::Sleep { .. } | Op::Barrier { .. } => {}
             Op::Exit => self.do_exit(t),
