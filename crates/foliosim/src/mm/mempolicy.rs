@@ -25,9 +25,9 @@
 //! Left out: MPOL_WEIGHTED_INTERLEAVE, MPOL_F_STATIC_NODES and MPOL_F_RELATIVE_NODES (no cpusets
 //! to rebind against), set_mempolicy_home_node, MPOL_MF_STRICT and MPOL_MF_MOVE_ALL, moving with
 //! a default or local policy (refused by the scenario parser), the THP-at-fault rule of
-//! alloc_pages_mpol (a PMD-order allocation tries only the preferred node first), shared (shmem)
-//! policies, and the OOM killer's CONSTRAINT_MEMORY_POLICY (a failing BIND allocation chooses its
-//! victim among all tasks). The syscalls' own CPU cost is not charged.
+//! alloc_pages_mpol (a PMD-order allocation tries only the preferred node first), and shared
+//! (shmem) policies. The syscalls' own CPU cost is not charged. An OOM of a policy-limited
+//! allocation spares tasks bound elsewhere (mm/oom_kill.rs).
 
 use super::folio::Pfn;
 use super::memory::Gfp;
@@ -714,6 +714,39 @@ ops = [{{ op = "sleep", time = "1ms" }}]
             "direct reclaim ran first"
         );
         assert_eq!(k.stat.get(Vm::NumaMiss), 0);
+    }
+
+    #[test]
+    fn a_bind_oom_spares_tasks_bound_to_other_nodes() {
+        let (mut k, _) = boot("never");
+        // A second process, bigger than the one that will run out, bound to nodes 0 and 2.
+        let big = k.tasks.iter().position(|t| t.is_user()).unwrap() as u32;
+        let small = k.tasks.len() as u32;
+        let mut t = crate::workload::task::Task::new(
+            small,
+            "small".into(),
+            crate::workload::task::TaskKind::User,
+            0,
+            0,
+            std::rc::Rc::new(Vec::new()),
+        );
+        t.mm = Some(k.mm_create(0, small));
+        k.tasks.push(t);
+        let big_mm = k.tasks[big as usize].mm.unwrap();
+        k.do_set_mempolicy(pol("bind:0,2"));
+        let start = k.mmap_anon(big_mm, 30_000);
+        write(&mut k, big_mm, start, 30_000);
+        // The small one, bound to node 1, fills it: it is the only candidate in that domain.
+        k.current = small;
+        let small_mm = k.tasks[small as usize].mm.unwrap();
+        k.do_set_mempolicy(pol("bind:1"));
+        let start = k.mmap_anon(small_mm, 20_000);
+        let failed = (start..start + 20_000)
+            .any(|vpn| k.touch(small_mm, vpn, true, content::DATA_DEFAULT).is_err());
+        assert!(failed);
+        assert!(k.tasks[small as usize].oom_killed);
+        assert!(k.tasks[big as usize].is_running() && !k.tasks[big as usize].oom_killed);
+        assert_eq!(k.stat.get(Vm::OomKill), 1);
     }
 
     #[test]

@@ -424,7 +424,12 @@ impl Kernel {
                 0
             };
             if no_progress_loops > vmscan::MAX_RECLAIM_RETRIES {
-                if !self.out_of_memory(None) || !self.tasks[self.current as usize].is_running() {
+                // constrained_alloc: a policy's nodemask short of all nodes limits the victims.
+                let all = node_mask_all(self.nodes.len());
+                let constraint = (nodemask != all).then_some(nodemask);
+                if !self.out_of_memory(None, constraint)
+                    || !self.tasks[self.current as usize].is_running()
+                {
                     return None;
                 }
                 no_progress_loops = 0;
