@@ -275,6 +275,13 @@ impl Kernel {
         nid
     }
 
+    /// first_zones_zonelist: the nearest node of `mask` in `node`'s zonelist.
+    fn first_zonelist_node(&self, node: u32, mask: Nodemask) -> Option<u32> {
+        (0..self.nodes.len())
+            .map(|k| Self::zonelist_at(node, k) as u32)
+            .find(|&n| node_isset(n, mask))
+    }
+
     /// interleave_nid: the (ilx mod n)-th node of the policy.
     pub fn interleave_nid(&self, pol: &Mempolicy, ilx: u64) -> u32 {
         let nnodes = pol.nodes.count_ones() as u64;
@@ -399,10 +406,7 @@ impl Kernel {
                     if node_isset(curnid, pol.nodes) {
                         return None;
                     }
-                    // The nearest allowed node in the faulting node's zonelist.
-                    (0..self.nodes.len())
-                        .map(|k| Self::zonelist_at(thisnid, k) as u32)
-                        .find(|&n| node_isset(n, pol.nodes))?
+                    self.first_zonelist_node(thisnid, pol.nodes)?
                 }
             }
         };
@@ -471,9 +475,8 @@ impl Kernel {
         };
         let vstart = self.mms[mm as usize].vmas[vi].start;
         let thisnid = self.task_node();
-        let mask_target = (0..self.nodes.len())
-            .map(|k| Self::zonelist_at(thisnid, k) as u32)
-            .find(|&n| node_isset(n, pol.nodes))
+        let mask_target = self
+            .first_zonelist_node(thisnid, pol.nodes)
             .unwrap_or(thisnid);
         let mut queued: Vec<(u32, Pfn)> = Vec::new();
         let mut vpn = vstart + from;
