@@ -286,6 +286,59 @@ fn unknown_variant() {
     );
 }
 
+/// Two nodes; the task interleaves its heap and binds half of a buffer.
+const POLICIES: &str = r#"
+name = "policies"
+profiles = ["v6.18"]
+[machine]
+[[machine.node]]
+memory = "256M"
+cpus = 1
+[[machine.node]]
+memory = "256M"
+cpus = 1
+[knobs]
+"/sys/kernel/mm/transparent_hugepage/enabled" = "never"
+[[task]]
+name = "t"
+mempolicy = "interleave:0-1"
+ops = [
+  { op = "mmap", region = "heap", size = "8M" },
+  { op = "touch", region = "heap", access = "write" },
+  { op = "mmap", region = "buf", size = "8M" },
+  { op = "mbind", region = "buf", mode = "bind:1", offset = "4M", len = "4M" },
+  { op = "set_mempolicy", mode = "default" },
+  { op = "touch", region = "buf", access = "write" },
+]
+"#;
+
+#[test]
+fn bad_memory_policies_name_the_key_and_the_expected_form() {
+    let dir = TempDir::new("mempolicy");
+    let file = dir.write(
+        "s.toml",
+        &POLICIES.replace("\"interleave:0-1\"", "\"bind:0,2\""),
+    );
+    let name = file.display().to_string();
+    expect_input_error(
+        &dir,
+        &file,
+        &[],
+        &[&format!("{name}: task[0].mempolicy: "), "found node 2"],
+    );
+    let file = dir.write("t.toml", &POLICIES.replace("\"bind:1\"", "\"bind-1\""));
+    let name = file.display().to_string();
+    expect_input_error(
+        &dir,
+        &file,
+        &[],
+        &[
+            &format!("{name}: task[0].ops[3].mode: "),
+            "\"interleave:0-1\"",
+        ],
+    );
+}
+
 #[test]
 fn usage_errors_exit_2_with_usage() {
     for args in [
@@ -393,6 +446,32 @@ fn run_prints_a_column_per_run_and_writes_json() {
     .map(|k| text.find(k).unwrap())
     .collect();
     assert!(order.windows(2).all(|w| w[0] < w[1]), "{order:?}");
+}
+
+#[test]
+fn memory_policies_run_under_check() {
+    let dir = TempDir::new("mempolicy-run");
+    let file = dir.write("s.toml", POLICIES);
+    let json = dir.path("out.json");
+    let out = foliosim()
+        .arg("run")
+        .arg(&file)
+        .arg("--check")
+        .arg("--json")
+        .arg(&json)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    let doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let vmstat = &doc["runs"][0]["vmstat"];
+    assert_eq!(vmstat["pgfault"], 4096);
+    // The heap alternates between the nodes, each page on its interleave target; the buffer's
+    // bound half is on node 1, the rest local to the task's node 0.
+    assert_eq!(vmstat["numa_interleave"], 2048);
+    assert_eq!(vmstat["numa_hit"], 4096);
+    assert_eq!(vmstat["numa_local"], 2048);
+    assert_eq!(vmstat["numa_other"], 2048);
 }
 
 #[test]

@@ -66,6 +66,7 @@ fn spec(resident_touches: u64) -> RunSpec {
             name: "toucher".into(),
             cgroup: None,
             node: 0,
+            mempolicy: None,
             program: Program::Ops(ops),
         }],
         sample_interval_ns: 1_000_000_000,

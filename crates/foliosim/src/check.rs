@@ -4,7 +4,8 @@
 //! - every swap slot's count equals its swap PTEs, and its cache bit matches the swap cache (or
 //!   the per-CPU slot cache);
 //! - every folio is on at most one LRU list, and a folio flagged PG_lru is on one;
-//! - no present PTE points into a free page, and mapcounts equal the PTEs that map each folio.
+//! - no present PTE points into a free page, and mapcounts equal the PTEs that map each folio;
+//! - mbind's policy ranges lie inside their VMA, sorted, disjoint and merged.
 
 use crate::mm::folio::{pg, NIL};
 use crate::mm::pagetable as pt;
@@ -75,6 +76,22 @@ pub fn check(k: &Kernel) -> Vec<String> {
     let mut swap_refs: Vec<Vec<u8>> = k.swap.iter().map(|s| vec![0u8; s.max as usize]).collect();
     for (mi, mm) in k.mms.iter().enumerate() {
         for v in &mm.vmas {
+            // mbind's ranges: inside the VMA, sorted, disjoint, equal neighbours merged.
+            let mut prev: Option<&crate::mm::mempolicy::PolicyRange> = None;
+            for r in &v.policies {
+                let bad = r.start >= r.end
+                    || r.start < v.start
+                    || r.end > v.end()
+                    || prev
+                        .is_some_and(|p| p.end > r.start || (p.end == r.start && p.pol == r.pol));
+                if bad {
+                    out.push(format!(
+                        "mm {mi} vma {}: bad policy range {}..{}",
+                        v.start, r.start, r.end
+                    ));
+                }
+                prev = Some(r);
+            }
             for (i, &pte) in v.ptes.iter().enumerate() {
                 if pt::is_present(pte) {
                     let pfn = pt::pfn(pte) as usize;

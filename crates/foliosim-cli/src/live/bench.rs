@@ -88,6 +88,10 @@ pub fn launches(
                 .collect(),
         })
     };
+    if task.mempolicy.is_some() {
+        // the programs would need set_mempolicy (or numactl) first
+        return Err("its mempolicy has no kernel-bench equivalent yet".into());
+    }
     Ok(match &task.program {
         Program::Usemem {
             processes,
@@ -343,6 +347,7 @@ ops = [
             name: "x".into(),
             cgroup: None,
             node: 0,
+            mempolicy: None,
             program,
         };
         let bin = Path::new("/b");
@@ -370,6 +375,14 @@ ops = [
             }),
             vec!["/b/zero_subpage", "x", "4194304", "4095", "512"]
         );
+        // A memory policy is not played live yet: refused rather than silently dropped.
+        let mut t = task(Program::Ops(vec![Op::Exit]));
+        t.mempolicy = foliosim::mm::mempolicy::Mempolicy::parse("bind:0", 1).unwrap();
+        assert!(launches(0, &t, bin, bin, 1)
+            .unwrap_err()
+            .contains("mempolicy"));
+        let policy_op = [Op::SetMempolicy { policy: None }];
+        assert!(serialize(&policy_op).unwrap_err().contains("cannot play"));
     }
 
     #[test]

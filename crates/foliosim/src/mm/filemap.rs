@@ -91,7 +91,6 @@ pub struct ReadRequest {
     pub offset_bytes: u64,
     pub len_bytes: u64,
     pub buffer_bytes: u64,
-    pub bind_node: Option<u32>,
 }
 
 /// The page cache.
@@ -108,32 +107,17 @@ impl Kernel {
         !self.mem.test(folio, pg::SWAPBACKED)
     }
 
-    /// filemap_alloc_folio + filemap_add_folio: a new folio of `order` at `index`, charged to the
-    /// current task's memcg, in the page cache and on the inactive file LRU. With `bind`, only
-    /// that node is used (MPOL_BIND), with one round of direct reclaim; otherwise the local node
-    /// and then the zonelist's others.
+    /// filemap_alloc_folio + filemap_add_folio: a new folio of `order` at `index`, placed by the
+    /// current task's memory policy (as for every non-shmem file), charged to its memcg, in the
+    /// page cache and on the inactive file LRU.
     pub fn filemap_alloc_folio(
         &mut self,
         file: FileId,
         index: u32,
         order: u32,
         gfp: Gfp,
-        bind: Option<u32>,
     ) -> Option<FolioId> {
-        let pfn = match bind {
-            Some(node) => match self.alloc_pages_thisnode(node, order, gfp.kswapd_reclaim) {
-                Some(p) => p,
-                None if gfp.direct_reclaim => {
-                    self.try_to_free_pages(node);
-                    self.alloc_pages_thisnode(node, order, false)?
-                }
-                None => return None,
-            },
-            None => {
-                let node = self.task_node();
-                self.alloc_pages(node, order, gfp)?
-            }
-        };
+        let pfn = self.alloc_pages_task_policy(gfp, order)?;
         let memcg = self.tasks[self.current as usize].memcg;
         let nr = 1u32 << order;
         self.mem.prep_folio(pfn, order, file, memcg, index);
@@ -264,17 +248,11 @@ impl Kernel {
             let last_index = ((st.call_end - 1) / PAGE_SIZE) as u32;
             let mut folio = self.files[file as usize].cache[index as usize];
             if folio == NIL {
-                self.page_cache_sync_ra(
-                    file,
-                    &mut ra,
-                    index,
-                    last_index - index + 1,
-                    req.bind_node,
-                );
+                self.page_cache_sync_ra(file, &mut ra, index, last_index - index + 1);
                 folio = self.files[file as usize].cache[index as usize];
                 if folio == NIL {
                     // filemap_create_folio: one page, read alone.
-                    match self.filemap_alloc_folio(file, index, 0, Gfp::USER, req.bind_node) {
+                    match self.filemap_alloc_folio(file, index, 0, Gfp::USER) {
                         Some(f) => {
                             self.read_pages(file, index, index + 1, 1);
                             folio = f;
@@ -285,7 +263,7 @@ impl Kernel {
             }
             let findex = self.mem.index(folio);
             if self.mem.test(folio, pg::RECLAIM) {
-                self.page_cache_async_ra(file, &mut ra, folio, findex, req.bind_node);
+                self.page_cache_async_ra(file, &mut ra, folio, findex);
             }
             self.filemap_wait_uptodate(file, findex);
             if self.files[file as usize].cache[index as usize] != folio {
@@ -436,6 +414,7 @@ impl Kernel {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::mm::mempolicy::{Mempolicy, MpolMode};
     use crate::mm::vmscan::Lru;
 
     /// Node 0: DRAM with a CPU; node 1: CPU-less CXL. One user task is current on CPU 0.
@@ -472,7 +451,26 @@ ops = [{ op = "sleep", time = "1ms" }]
     }
 
     /// Reads the whole file in calls of `buffer` bytes; returns the time it took.
-    fn read_all(k: &mut Kernel, file: FileId, buffer: u64, bind: Option<u32>) -> u64 {
+    /// MPOL_BIND to `node` for the current task (MPOL_DEFAULT for None).
+    fn bind(k: &mut Kernel, node: Option<u32>) {
+        k.do_set_mempolicy(node.map(|n| Mempolicy {
+            mode: MpolMode::Bind,
+            nodes: 1 << n,
+            flags: 0,
+        }));
+    }
+
+    /// A page-cache folio allocated under MPOL_BIND to `node`.
+    fn alloc_on(k: &mut Kernel, f: FileId, index: u32, order: u32, node: u32) -> Option<FolioId> {
+        bind(k, Some(node));
+        let folio = k.filemap_alloc_folio(f, index, order, Gfp::USER);
+        bind(k, None);
+        folio
+    }
+
+    /// Reads the whole file in calls of `buffer` bytes, its page cache bound to `node` if any;
+    /// returns the time it took.
+    fn read_all(k: &mut Kernel, file: FileId, buffer: u64, node: Option<u32>) -> u64 {
         let t = k.current;
         let start = k.clock_ns;
         let req = ReadRequest {
@@ -480,9 +478,10 @@ ops = [{ op = "sleep", time = "1ms" }]
             offset_bytes: 0,
             len_bytes: k.files[file as usize].size_bytes,
             buffer_bytes: buffer,
-            bind_node: bind,
         };
+        bind(k, node);
         while !k.file_read_op(t, &req, u64::MAX).unwrap() {}
+        bind(k, None);
         k.clock_ns - start
     }
 
@@ -549,9 +548,7 @@ ops = [{ op = "sleep", time = "1ms" }]
     fn mark_accessed_references_then_activates_then_stays() {
         let mut k = boot("v6.18", false);
         let f = new_file(&mut k, 64 << 10, 0, false);
-        let folio = k
-            .filemap_alloc_folio(f, 0, 0, Gfp::USER, None)
-            .expect("memory");
+        let folio = k.filemap_alloc_folio(f, 0, 0, Gfp::USER).expect("memory");
         let test = |k: &Kernel| {
             (
                 k.mem.test(folio, pg::REFERENCED),
@@ -581,8 +578,8 @@ ops = [{ op = "sleep", time = "1ms" }]
     fn a_call_starting_inside_the_folio_the_last_one_ended_in_does_not_mark_it_again() {
         let mut k = boot("v6.18", false);
         let f = new_file(&mut k, 128 << 10, 0, true);
-        let folio = k.filemap_alloc_folio(f, 0, 4, Gfp::USER, None).unwrap();
-        let other = k.filemap_alloc_folio(f, 16, 4, Gfp::USER, None).unwrap();
+        let folio = k.filemap_alloc_folio(f, 0, 4, Gfp::USER).unwrap();
+        let other = k.filemap_alloc_folio(f, 16, 4, Gfp::USER).unwrap();
         let t = k.current;
         let read = |k: &mut Kernel, offset: u64, len: u64| {
             let req = ReadRequest {
@@ -590,7 +587,6 @@ ops = [{ op = "sleep", time = "1ms" }]
                 offset_bytes: offset,
                 len_bytes: len,
                 buffer_bytes: len,
-                bind_node: None,
             };
             while !k.file_read_op(t, &req, u64::MAX).unwrap() {}
         };
@@ -611,9 +607,7 @@ ops = [{ op = "sleep", time = "1ms" }]
     /// A 16-page folio on the CXL node, marked accessed `n` times.
     fn cxl_folio(k: &mut Kernel, n: u32) -> FolioId {
         let f = new_file(k, 64 << 10, 0, true);
-        let folio = k
-            .filemap_alloc_folio(f, 0, 4, Gfp::USER, Some(1))
-            .expect("memory");
+        let folio = alloc_on(k, f, 0, 4, 1).expect("memory");
         assert_eq!(k.pfn_node(folio), 1);
         for _ in 0..n {
             k.folio_mark_accessed(folio);
@@ -681,7 +675,7 @@ ops = [{ op = "sleep", time = "1ms" }]
         // A top-tier folio is left before numa_migrate_check counts anything.
         let mut k = boot("v6.18+pagecache_promotion", true);
         let f = new_file(&mut k, 64 << 10, 0, true);
-        let folio = k.filemap_alloc_folio(f, 0, 0, Gfp::USER, Some(0)).unwrap();
+        let folio = alloc_on(&mut k, f, 0, 0, 0).unwrap();
         for _ in 0..6 {
             k.folio_mark_accessed(folio);
         }
@@ -700,7 +694,7 @@ ops = [{ op = "sleep", time = "1ms" }]
         // One page under the cap: the folio joins (the list may pass the cap by one folio).
         k.tasks[t].promo_count = k.spec.knobs.promote_rate_limit_mbps - 1;
         let f = new_file(&mut k, 64 << 10, 0, true);
-        let folio = k.filemap_alloc_folio(f, 0, 4, Gfp::USER, Some(1)).unwrap();
+        let folio = alloc_on(&mut k, f, 0, 4, 1).unwrap();
         for _ in 0..4 {
             k.folio_mark_accessed(folio);
         }
@@ -779,7 +773,7 @@ ops = [{ op = "sleep", time = "1ms" }]
         read_all(&mut k, f, 1 << 20, Some(0));
         let cached = k.files[0].nrpages;
         assert_eq!(cached, 8192);
-        let reclaimed = k.try_to_free_pages(0);
+        let reclaimed = k.try_to_free_pages(0, 0b11);
         assert!(reclaimed > 0);
         assert_eq!(k.stat.get(Vm::PgstealFile), reclaimed);
         assert_eq!(k.stat.get(Vm::PgstealAnon), 0);

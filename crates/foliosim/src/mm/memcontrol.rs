@@ -105,7 +105,9 @@ impl Kernel {
             }
             // mem_cgroup_oom: kill the biggest task in the cgroup, then try again.
             oom_tried = true;
-            if !self.out_of_memory(Some(memcg)) || !self.tasks[self.current as usize].is_running() {
+            if !self.out_of_memory(Some(memcg), None)
+                || !self.tasks[self.current as usize].is_running()
+            {
                 return Err(());
             }
             retries = MAX_RECLAIM_RETRIES;

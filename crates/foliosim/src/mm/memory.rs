@@ -5,7 +5,9 @@
 //! allocation or memcg-charge failure), do_huge_pmd_anonymous_page for the PMD order, read faults
 //! mapping the zero page, do_swap_page (swap cache, the SWP_SYNCHRONOUS_IO bypass, and from v6.12
 //! mTHP swap-in on that path), do_wp_page
-//! and copy_page_range. Left out: file faults, userfaultfd, fault-around, the huge zero page's own
+//! and copy_page_range. Every folio is allocated by vma_alloc_folio, placed by the VMA's memory
+//! policy (mm/mempolicy.rs), and a fault's folio stays inside the VMA piece its policy covers.
+//! Left out: file faults, userfaultfd, fault-around, the huge zero page's own
 //! folio, swap readahead, and mapping a whole large folio found in the swap cache.
 
 use super::folio::{content, pg, FolioId};
@@ -154,10 +156,12 @@ impl Kernel {
         vpn: u32,
         from_zero_page: bool,
     ) -> Result<(), Killed> {
-        let (vma_start, vma_end, vma_flags) = {
+        let (vma_start, vma_flags) = {
             let v = &self.mms[mm as usize].vmas[vi];
-            (v.start, v.end(), v.flags)
+            (v.start, v.flags)
         };
+        // A folio stays inside the VMA (the piece of it that mbind's policy covers).
+        let (extent_start, extent_end) = self.mms[mm as usize].vmas[vi].extent(vpn);
         // A write to the zero page is a copy-on-write of it: always a small folio.
         let orders = if from_zero_page {
             0
@@ -173,7 +177,7 @@ impl Kernel {
             }
             let nr = 1u32 << order;
             let base = vpn & !(nr - 1);
-            if base < vma_start || base + nr > vma_end {
+            if base < extent_start || base + nr > extent_end {
                 continue;
             }
             let ptes = &self.mms[mm as usize].vmas[vi].ptes;
@@ -186,8 +190,7 @@ impl Kernel {
             }
             let gfp = self.thp_gfp(vma_flags);
             let is_pmd = order as usize == PMD_ORDER;
-            let node = self.task_node();
-            let Some(pfn) = self.alloc_pages(node, order, gfp) else {
+            let Some(pfn) = self.vma_alloc_folio(gfp, order, mm, vi, base) else {
                 self.stat.count_mthp(order, Mthp::AnonFaultFallback);
                 if is_pmd {
                     self.stat.count(Vm::ThpFaultFallback, 1);
@@ -218,8 +221,9 @@ impl Kernel {
             }
             return Ok(());
         }
-        let node = self.task_node();
-        let pfn = self.alloc_pages(node, 0, Gfp::USER).ok_or(Killed)?;
+        let pfn = self
+            .vma_alloc_folio(Gfp::USER, 0, mm, vi, vpn)
+            .ok_or(Killed)?;
         let av = self.mms[mm as usize].anon_vma;
         self.mem.prep_folio(pfn, 0, av, memcg, vpn);
         if self.mem_cgroup_charge(pfn, memcg, Gfp::USER).is_err() {
@@ -286,7 +290,6 @@ impl Kernel {
                 } else {
                     0
                 };
-                let node = self.task_node();
                 let vma_flags = self.mms[mm as usize].vmas[vi].flags;
                 let folio = loop {
                     let gfp = if order == 0 {
@@ -297,7 +300,7 @@ impl Kernel {
                     let nr = 1u32 << order;
                     let base = vpn & !(nr - 1);
                     let mut charge_failed = false;
-                    if let Some(pfn) = self.alloc_pages(node, order, gfp) {
+                    if let Some(pfn) = self.vma_alloc_folio(gfp, order, mm, vi, base) {
                         let av = self.mms[mm as usize].anon_vma;
                         self.mem.prep_folio(pfn, order, av, memcg, base);
                         if self.mem_cgroup_charge(pfn, memcg, gfp).is_ok() {
@@ -376,7 +379,8 @@ impl Kernel {
             }
             let nr = 1u32 << order;
             let base = vpn & !(nr - 1);
-            if base < v.start || base + nr > v.end() || vpn % nr != off % nr {
+            let (start, end) = v.extent(vpn);
+            if base < start || base + nr > end || vpn % nr != off % nr {
                 continue;
             }
             let base_off = off - (vpn - base);
@@ -410,8 +414,9 @@ impl Kernel {
             return Ok(());
         }
         let memcg = self.mms[mm as usize].memcg;
-        let node = self.task_node();
-        let pfn = self.alloc_pages(node, 0, Gfp::USER).ok_or(Killed)?;
+        let pfn = self
+            .vma_alloc_folio(Gfp::USER, 0, mm, vi, vpn)
+            .ok_or(Killed)?;
         let av = self.mms[mm as usize].anon_vma;
         self.mem.prep_folio(pfn, 0, av, memcg, vpn);
         if self.mem_cgroup_charge(pfn, memcg, Gfp::USER).is_err() {
@@ -441,14 +446,14 @@ impl Kernel {
         let nr_vmas = self.mms[parent as usize].vmas.len();
         let mut copied = 0u64;
         for vi in 0..nr_vmas {
-            let (start, flags, mut ptes) = {
+            let (start, flags, mut ptes, policies) = {
                 let v = &mut self.mms[parent as usize].vmas[vi];
                 for p in v.ptes.iter_mut() {
                     if pt::is_present(*p) {
                         *p &= !pt::WRITE;
                     }
                 }
-                (v.start, v.flags, v.ptes.clone())
+                (v.start, v.flags, v.ptes.clone(), v.policies.clone())
             };
             for p in ptes.iter_mut() {
                 if pt::is_present(*p) {
@@ -468,6 +473,7 @@ impl Kernel {
                 flags,
                 ptes,
                 poisson: None,
+                policies,
             });
         }
         self.mms[child as usize].next_vpn = self.mms[parent as usize].next_vpn;

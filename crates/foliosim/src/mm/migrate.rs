@@ -29,6 +29,8 @@ pub const NR_MAX_BATCHED_MIGRATION: u64 = 512;
 pub enum MigrateReason {
     Demotion,
     NumaMisplaced,
+    /// mbind with MPOL_MF_MOVE (MR_MEMPOLICY_MBIND).
+    MempolicyMbind,
 }
 
 /// One PTE cleared by try_to_migrate, to be pointed at the destination.

@@ -8,6 +8,7 @@ pub mod madvise;
 pub mod memcontrol;
 pub mod memory;
 pub mod memory_tiers;
+pub mod mempolicy;
 pub mod migrate;
 pub mod numa_balancing;
 pub mod oom_kill;
@@ -275,11 +276,18 @@ impl Kernel {
     }
 }
 
+/// All nodes of a machine of `nr_nodes`.
+pub fn node_mask_all(nr_nodes: usize) -> mempolicy::Nodemask {
+    debug_assert!(nr_nodes <= mempolicy::MAX_NUMNODES as usize);
+    u64::MAX >> (64 - nr_nodes)
+}
+
 /// The allocation entry (`__alloc_pages` of mm/page_alloc.c): the zonelist walk with the low
 /// watermark, the slow path that wakes kswapd, tries the min watermark, reclaims directly and in
-/// the end calls the OOM killer. The buddy allocator itself is `page_alloc::Zone`.
+/// the end calls the OOM killer, over the nodes a memory policy allows (mm/mempolicy.rs), with
+/// zone_statistics' NUMA counters. The buddy allocator itself is `page_alloc::Zone`.
 impl Kernel {
-    /// Node of the current task's CPU (the default local memory policy).
+    /// Node of the current task's CPU (`numa_node_id()`).
     pub fn task_node(&self) -> u32 {
         self.cpus[self.current_cpu as usize].node
     }
@@ -295,9 +303,41 @@ impl Kernel {
         }
     }
 
-    fn alloc_from_zonelist(&mut self, node: u32, order: u32, low: bool) -> Option<folio::Pfn> {
+    /// zone_statistics: an allocation from `node` whose zonelist started at `preferred` counts
+    /// as a hit or a miss (and a foreign allocation of the preferred node), and as local or
+    /// other by the node of the CPU that asked.
+    fn zone_statistics(&mut self, preferred: u32, node: u32) {
+        use crate::stats::Vm;
+        if node == preferred {
+            self.stat.count(Vm::NumaHit, 1);
+        } else {
+            self.stat.count(Vm::NumaMiss, 1);
+            self.stat.count(Vm::NumaForeign, 1);
+        }
+        let local = if node == self.task_node() {
+            Vm::NumaLocal
+        } else {
+            Vm::NumaOther
+        };
+        self.stat.count(local, 1);
+    }
+
+    /// get_page_from_freelist: the first node of `node`'s zonelist, among `nodemask`, that is
+    /// above its low (or min) watermark.
+    fn alloc_from_zonelist(
+        &mut self,
+        node: u32,
+        order: u32,
+        low: bool,
+        nodemask: mempolicy::Nodemask,
+    ) -> Option<folio::Pfn> {
+        let mut preferred = None;
         for k in 0..self.zones.len() {
             let z = Self::zonelist_at(node, k);
+            if !mempolicy::node_isset(z as u32, nodemask) {
+                continue;
+            }
+            let preferred = *preferred.get_or_insert(z as u32);
             let zone = &self.zones[z];
             let mark = if low { zone.wmark_low } else { zone.wmark_min };
             let mut ok = zone.watermark_ok(order, mark);
@@ -311,6 +351,7 @@ impl Kernel {
             if ok {
                 let pfn = self.zones[z].alloc(&mut self.mem, order)?;
                 self.stat.count(crate::stats::Vm::Pgalloc, 1 << order);
+                self.zone_statistics(preferred, z as u32);
                 self.charge_time(self.hw.page_alloc_ns);
                 return Some(pfn);
             }
@@ -318,16 +359,33 @@ impl Kernel {
         None
     }
 
+    /// An allocation from `node`'s zonelist, any node.
     pub fn alloc_pages(&mut self, node: u32, order: u32, gfp: memory::Gfp) -> Option<folio::Pfn> {
-        if let Some(pfn) = self.alloc_from_zonelist(node, order, true) {
+        let all = node_mask_all(self.nodes.len());
+        self.alloc_pages_nodemask(node, order, gfp, all)
+    }
+
+    /// __alloc_pages: an allocation from the nodes of `nodemask`, in the order of `node`'s
+    /// zonelist; kswapd and direct reclaim work on those nodes only.
+    pub fn alloc_pages_nodemask(
+        &mut self,
+        node: u32,
+        order: u32,
+        gfp: memory::Gfp,
+        nodemask: mempolicy::Nodemask,
+    ) -> Option<folio::Pfn> {
+        if let Some(pfn) = self.alloc_from_zonelist(node, order, true, nodemask) {
             return Some(pfn);
         }
         if gfp.kswapd_reclaim {
             for k in 0..self.zones.len() {
-                self.wakeup_kswapd(Self::zonelist_at(node, k) as u32);
+                let n = Self::zonelist_at(node, k) as u32;
+                if mempolicy::node_isset(n, nodemask) {
+                    self.wakeup_kswapd(n);
+                }
             }
         }
-        if let Some(pfn) = self.alloc_from_zonelist(node, order, false) {
+        if let Some(pfn) = self.alloc_from_zonelist(node, order, false, nodemask) {
             return Some(pfn);
         }
         if !gfp.direct_reclaim {
@@ -337,23 +395,29 @@ impl Kernel {
             // Very high pressure: MIGRC pauses and gives back what it keeps.
             self.migrc.pause_cnt += 1;
             self.migrc_flush_free_folios();
-            let pfn = self.alloc_pages_slowpath(node, order, gfp);
+            let pfn = self.alloc_pages_slowpath(node, order, gfp, nodemask);
             self.migrc.pause_cnt -= 1;
             return pfn;
         }
-        self.alloc_pages_slowpath(node, order, gfp)
+        self.alloc_pages_slowpath(node, order, gfp, nodemask)
     }
 
     /// The direct-reclaim part of the slow path, ending in the OOM killer.
-    fn alloc_pages_slowpath(&mut self, node: u32, order: u32, gfp: memory::Gfp) -> Option<Pfn> {
-        if let Some(pfn) = self.alloc_from_zonelist(node, order, false) {
+    fn alloc_pages_slowpath(
+        &mut self,
+        node: u32,
+        order: u32,
+        gfp: memory::Gfp,
+        nodemask: mempolicy::Nodemask,
+    ) -> Option<Pfn> {
+        if let Some(pfn) = self.alloc_from_zonelist(node, order, false, nodemask) {
             return Some(pfn);
         }
         let mut no_progress_loops = 0;
         loop {
             self.stat.count(crate::stats::Vm::AllocstallNormal, 1);
-            let reclaimed = self.try_to_free_pages(node);
-            if let Some(pfn) = self.alloc_from_zonelist(node, order, false) {
+            let reclaimed = self.try_to_free_pages(node, nodemask);
+            if let Some(pfn) = self.alloc_from_zonelist(node, order, false, nodemask) {
                 return Some(pfn);
             }
             if !gfp.retry {
@@ -365,7 +429,12 @@ impl Kernel {
                 0
             };
             if no_progress_loops > vmscan::MAX_RECLAIM_RETRIES {
-                if !self.out_of_memory(None) || !self.tasks[self.current as usize].is_running() {
+                // constrained_alloc: a policy's nodemask short of all nodes limits the victims.
+                let all = node_mask_all(self.nodes.len());
+                let constraint = (nodemask != all).then_some(nodemask);
+                if !self.out_of_memory(None, constraint)
+                    || !self.tasks[self.current as usize].is_running()
+                {
                     return None;
                 }
                 no_progress_loops = 0;
@@ -393,6 +462,7 @@ impl Kernel {
             if ok {
                 if let Some(pfn) = self.zones[node as usize].alloc(&mut self.mem, order) {
                     self.stat.count(crate::stats::Vm::Pgalloc, 1 << order);
+                    self.zone_statistics(node, node);
                     self.charge_time(self.hw.page_alloc_ns);
                     return Some(pfn);
                 }

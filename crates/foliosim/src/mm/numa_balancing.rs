@@ -6,7 +6,10 @@
 //! should_numa_migrate_memory's tiering branch, numa_promotion_adjust_threshold,
 //! numa_promotion_rate_limit, pgdat_free_space_enough), mm/mprotect.c change_prot_numa
 //! (skips PROT_NONE PTEs and, in mode 2, top-tier folios; stamps the access time), and
-//! mm/memory.c do_numa_page with mm/migrate.c migrate_misplaced_folio[_prepare].
+//! mm/memory.c do_numa_page with mm/migrate.c migrate_misplaced_folio[_prepare]. The memory
+//! policy decides the target (mpol_misplaced, mm/mempolicy.rs) and which VMAs are scanned at all
+//! (vma_policy_mof): the default policy lets NUMA balancing move folios toward the faulting CPU;
+//! a policy set by set_mempolicy or mbind does so only with MPOL_F_NUMA_BALANCING.
 //! Left out: mode 1's placement (numa groups, cpupid last-access filter, task migration between
 //! nodes; a mode-1 fault on a remote folio simply migrates it), the per-VMA pids_active filter,
 //! access-time wrap-around, and PMD-level hint faults (a PMD-mapped THP is handled per PTE).
@@ -119,9 +122,16 @@ impl Kernel {
             let (vstart, vend) = (v.start, v.end());
             let mut start = offset.max(vstart);
             while start < vend && pages > 0 && virtpages > 0 {
+                // Each piece mbind made is a VMA of its own to the kernel, which skips those
+                // whose policy does not allow migration on fault (vma_policy_mof).
+                let piece_end = self.mms[mm as usize].vmas[vi].extent(start).1;
+                if !self.vma_policy_mof(mm, vi, start) {
+                    start = piece_end;
+                    continue;
+                }
                 let end = (start as u64 + pages as u64)
                     .next_multiple_of(super::vma::HPAGE_PMD_NR as u64)
-                    .min(vend as u64) as u32;
+                    .min(piece_end as u64) as u32;
                 let changed = self.change_prot_numa(mm, vi, start, end);
                 if changed > 0 {
                     pages -= (end - start) as i64;
@@ -248,6 +258,16 @@ impl Kernel {
         p.pgpromote_candidate - p.nbp_rl_nr_cand < rate_limit
     }
 
+    /// should_numa_migrate_memory: a lower-tier folio in tiering mode moves if hot enough and
+    /// within the rate limit; otherwise mode 1 moves it (its cpupid and group filters are left
+    /// out).
+    fn should_numa_migrate_memory(&mut self, folio: FolioId, src: u32, target: u32) -> bool {
+        if self.numa_tiering() && !self.memory_tiers.node_is_toptier(src) {
+            return self.should_promote(folio, target);
+        }
+        self.spec.knobs.numa_balancing & NUMA_BALANCING_NORMAL != 0
+    }
+
     /// do_numa_page: a hint fault on a PROT_NONE PTE at `vpn`.
     pub fn do_numa_page(&mut self, mm: u32, vi: usize, vpn: u32) {
         let idx = (vpn - self.mms[mm as usize].vmas[vi].start) as usize;
@@ -259,15 +279,9 @@ impl Kernel {
         if nid == this_node {
             self.stat.count(Vm::NumaHintFaultsLocal, 1);
         }
-        let target = if nid == this_node {
-            None
-        } else if self.numa_tiering() && !self.memory_tiers.node_is_toptier(nid) {
-            self.should_promote(folio, this_node).then_some(this_node)
-        } else if self.spec.knobs.numa_balancing & NUMA_BALANCING_NORMAL != 0 {
-            Some(this_node)
-        } else {
-            None
-        };
+        let target = self.mpol_misplaced(folio, mm, vi, vpn, |k, target| {
+            k.should_numa_migrate_memory(folio, nid, target)
+        });
         if let Some(target) = target {
             if self.migrate_misplaced_folio(folio, target) {
                 self.task_numa_fault_migrated(mm);

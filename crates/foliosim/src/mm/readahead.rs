@@ -70,7 +70,6 @@ impl Kernel {
         ra: &mut FileRaState,
         index: u32,
         req_count: u32,
-        bind: Option<u32>,
     ) {
         let max = self.files[file as usize].ra_pages;
         if max == 0 {
@@ -85,7 +84,7 @@ impl Kernel {
         let sequential = index == 0 || (index as i64 - prev_index) <= 1 || req_count > max;
         if !sequential {
             // Random read: just what was asked for (up to the window), order 0.
-            self.page_cache_ra_unbounded(file, index, req_count.min(max), 0, bind);
+            self.page_cache_ra_unbounded(file, index, req_count.min(max), 0);
             return;
         }
         ra.start = index;
@@ -95,7 +94,7 @@ impl Kernel {
         } else {
             ra.size
         };
-        self.page_cache_ra_order(file, ra, 0, bind);
+        self.page_cache_ra_order(file, ra, 0);
     }
 
     /// page_cache_async_ra: the read reached the PG_readahead folio `folio` at `index`.
@@ -105,7 +104,6 @@ impl Kernel {
         ra: &mut FileRaState,
         folio: u32,
         index: u32,
-        bind: Option<u32>,
     ) {
         self.mem.clear(folio, pg::RECLAIM);
         let max = self.files[file as usize].ra_pages;
@@ -134,18 +132,12 @@ impl Kernel {
             ra.size = get_next_ra_size(start - index, max);
             ra.async_size = ra.size;
         }
-        self.page_cache_ra_order(file, ra, order, bind);
+        self.page_cache_ra_order(file, ra, order);
     }
 
     /// page_cache_ra_order: allocates the window [ra.start, ra.start + ra.size) in folios whose
     /// order grows by 2 from `new_order`; falls back to order-0 pages from where it stopped.
-    pub fn page_cache_ra_order(
-        &mut self,
-        file: FileId,
-        ra: &FileRaState,
-        new_order: u32,
-        bind: Option<u32>,
-    ) {
+    pub fn page_cache_ra_order(&mut self, file: FileId, ra: &FileRaState, new_order: u32) {
         let f = &self.files[file as usize];
         if ra.start >= f.nr_pages {
             return;
@@ -154,7 +146,7 @@ impl Kernel {
         let mut index = start;
         let mark = start + ra.size - ra.async_size;
         if !f.large_folios || ra.size < 4 {
-            self.page_cache_ra_unbounded(file, index, ra.size, ra.async_size, bind);
+            self.page_cache_ra_unbounded(file, index, ra.size, ra.async_size);
             return;
         }
         let limit = (f.nr_pages - 1).min(index + ra.size - 1);
@@ -176,7 +168,7 @@ impl Kernel {
             }
             // ra_alloc_folio: the marker is rounded down to the folio's start.
             let mark_here = mark & !((1u32 << order) - 1) == index;
-            if !self.ra_alloc_folio(file, index, order, mark_here, bind) {
+            if !self.ra_alloc_folio(file, index, order, mark_here) {
                 failed = true;
                 break;
             }
@@ -186,20 +178,13 @@ impl Kernel {
         self.read_pages(file, start, index, pages);
         if failed {
             let left = ra.size - (index - start);
-            self.page_cache_ra_unbounded(file, index, left, ra.async_size, bind);
+            self.page_cache_ra_unbounded(file, index, left, ra.async_size);
         }
     }
 
     /// page_cache_ra_unbounded: order-0 folios for the missing pages of [index, index + nr),
     /// the one `lookahead` pages before the end marked PG_readahead.
-    pub fn page_cache_ra_unbounded(
-        &mut self,
-        file: FileId,
-        index: u32,
-        nr: u32,
-        lookahead: u32,
-        bind: Option<u32>,
-    ) {
+    pub fn page_cache_ra_unbounded(&mut self, file: FileId, index: u32, nr: u32, lookahead: u32) {
         let end = (index as u64 + nr as u64).min(self.files[file as usize].nr_pages as u64) as u32;
         let mut pages = 0;
         for i in index..end {
@@ -207,7 +192,7 @@ impl Kernel {
                 continue;
             }
             let mark = lookahead > 0 && nr.checked_sub(lookahead) == Some(i - index);
-            if !self.ra_alloc_folio(file, i, 0, mark, bind) {
+            if !self.ra_alloc_folio(file, i, 0, mark) {
                 break;
             }
             pages += 1;
@@ -217,14 +202,7 @@ impl Kernel {
 
     /// ra_alloc_folio: a new folio of `order` at `index` in the page cache, unless some page of
     /// its range is cached already (-EEXIST) or no memory is left (-ENOMEM).
-    fn ra_alloc_folio(
-        &mut self,
-        file: FileId,
-        index: u32,
-        order: u32,
-        mark: bool,
-        bind: Option<u32>,
-    ) -> bool {
+    fn ra_alloc_folio(&mut self, file: FileId, index: u32, order: u32, mark: bool) -> bool {
         let f = &self.files[file as usize];
         let end = index + (1 << order);
         if f.cache[index as usize..end as usize]
@@ -239,7 +217,7 @@ impl Kernel {
             // readahead_gfp_mask: __GFP_NORETRY.
             retry: false,
         };
-        let Some(folio) = self.filemap_alloc_folio(file, index, order, gfp, bind) else {
+        let Some(folio) = self.filemap_alloc_folio(file, index, order, gfp) else {
             return false;
         };
         if mark {

@@ -3,8 +3,9 @@
 //! Models mm/mmap.c (mmap placement, PMD alignment of large anonymous mappings since v6.7),
 //! mm/memory.c zap_pte_range / zap_present_ptes (batched by folio) and the anon_vma of mm/rmap.c.
 //! One anon_vma per mm: a fork links the child into its parent's anon_vma, which is what rmap
-//! needs here. Left out: VMA merging/splitting (madvise flags apply to the whole VMA), mremap,
-//! file mappings, mlock, and the mmap_lock.
+//! needs here. Left out: VMA merging/splitting (madvise flags apply to the whole VMA; mbind's
+//! policies are page ranges inside it, see mm/mempolicy.rs), mremap, file mappings, mlock, and
+//! the mmap_lock.
 
 use super::folio::{pg, FolioId};
 use super::pagetable::{self as pt, Pte};
@@ -23,6 +24,8 @@ pub struct Vma {
     pub ptes: Vec<Pte>,
     /// Reads of this region are modelled as per-page Poisson processes (workload::poisson).
     pub poisson: Option<Box<crate::workload::poisson::PoissonPages>>,
+    /// Memory policies set by mbind, by page range (see mm/mempolicy.rs); empty: none.
+    pub policies: Vec<super::mempolicy::PolicyRange>,
 }
 
 impl Vma {
@@ -33,6 +36,13 @@ impl Vma {
     #[inline]
     pub fn contains(&self, vpn: u32) -> bool {
         vpn >= self.start && vpn < self.end()
+    }
+    /// The pages around `vpn` that the kernel would hold in one VMA after mbind's splits.
+    #[inline]
+    pub fn extent(&self, vpn: u32) -> (u32, u32) {
+        let (start, end, _) =
+            super::mempolicy::policy_extent(&self.policies, self.start, self.end(), vpn);
+        (start, end)
     }
 }
 
@@ -119,6 +129,7 @@ impl Kernel {
                 ptes
             },
             poisson: None,
+            policies: Vec::new(),
         });
         m.vmas.sort_by_key(|v| v.start);
         self.charge_time(self.hw.pte_update_ns);

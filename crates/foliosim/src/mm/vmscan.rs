@@ -564,13 +564,17 @@ impl Kernel {
         }
     }
 
-    /// Direct reclaim from the page allocator (try_to_free_pages). Returns pages reclaimed.
-    pub fn try_to_free_pages(&mut self, node: u32) -> u64 {
+    /// Direct reclaim from the page allocator (try_to_free_pages) on the nodes of `nodemask`,
+    /// from `node` on. Returns pages reclaimed.
+    pub fn try_to_free_pages(&mut self, node: u32, nodemask: super::mempolicy::Nodemask) -> u64 {
         let start_ns = self.clock_ns;
         let mut sc = ScanControl::new(SWAP_CLUSTER_MAX, false);
         loop {
             for k in 0..self.zones.len() {
                 let n = ((node as usize + k) % self.zones.len()) as u32;
+                if !super::mempolicy::node_isset(n, nodemask) {
+                    continue;
+                }
                 self.shrink_node(n, &mut sc);
             }
             if sc.nr_reclaimed >= sc.nr_to_reclaim || sc.priority == 0 {

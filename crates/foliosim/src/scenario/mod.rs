@@ -169,15 +169,26 @@ pub enum Op {
         lookups: u64,
     },
     /// Linear read() calls of `buffer_bytes` each over bytes [offset, offset + len) of a file
-    /// of the `file_read` generator (see mm/filemap.rs). With `bind_node` the page cache it
-    /// allocates is bound to that node (as under `numactl --membind`); otherwise the task's
-    /// local policy places it.
+    /// of the `file_read` generator (see mm/filemap.rs). The task's memory policy places the
+    /// page cache it allocates.
     FileRead {
         file: u32,
         offset_bytes: u64,
         len_bytes: u64,
         buffer_bytes: u64,
-        bind_node: Option<u32>,
+    },
+    /// set_mempolicy: the task's memory policy from now on (None: MPOL_DEFAULT).
+    SetMempolicy {
+        policy: Option<crate::mm::mempolicy::Mempolicy>,
+    },
+    /// mbind of a range of a region (None: MPOL_DEFAULT); with `mf_move` (MPOL_MF_MOVE) the
+    /// folios already there move to the policy's nodes.
+    Mbind {
+        region: String,
+        policy: Option<crate::mm::mempolicy::Mempolicy>,
+        offset_bytes: u64,
+        len_bytes: Option<u64>,
+        mf_move: bool,
     },
 }
 
@@ -245,8 +256,10 @@ pub struct FileSpec {
 pub struct TaskSpec {
     pub name: String,
     pub cgroup: Option<String>,
-    /// Node the task's CPUs belong to (memory policy: local).
+    /// Node the task's CPUs belong to.
     pub node: u32,
+    /// The memory policy the task starts with (`mempolicy`; None: MPOL_DEFAULT).
+    pub mempolicy: Option<crate::mm::mempolicy::Mempolicy>,
     pub program: Program,
 }
 

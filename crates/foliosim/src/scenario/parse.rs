@@ -16,6 +16,7 @@ use super::{
     Access, Advice, CgroupSpec, FileSpec, InputError, MachineSpec, NodeSpec, Op, Pattern, Program,
     RunSpec, Scenario, SwapKind, SwapSpec, TaskSpec, Tier, Variant,
 };
+use crate::mm::mempolicy::Mempolicy;
 
 const PAGE_SIZE: u64 = 4096;
 /// Longest stretch a task runs before the scheduler looks again.
@@ -294,6 +295,17 @@ impl<'a> Node<'a> {
                     describe(v)
                 ),
             )),
+        }
+    }
+
+    /// A memory policy string (see `Mempolicy::parse`) over the machine's `nr_nodes`; the outer
+    /// None: the key is absent, the inner one: "default".
+    fn mempolicy_opt(&self, k: &str, nr_nodes: u32) -> Res<Option<Option<Mempolicy>>> {
+        match self.str_opt(k)? {
+            None => Ok(None),
+            Some(s) => Mempolicy::parse(s, nr_nodes)
+                .map(Some)
+                .map_err(|m| self.err(k, m)),
         }
     }
 
@@ -579,6 +591,16 @@ fn parse_machine(top: &Node) -> Res<MachineSpec> {
             "expected at least one [[machine.node]] with memory and cpus",
         ));
     }
+    let max_nodes = crate::mm::mempolicy::MAX_NUMNODES as usize;
+    if nodes.len() > max_nodes {
+        return Err(machine.err(
+            "node",
+            format!(
+                "expected at most {max_nodes} [[machine.node]] entries, found {}",
+                nodes.len()
+            ),
+        ));
+    }
     let spec = MachineSpec { hardware, nodes };
     if spec.nr_cpus() == 0 {
         return Err(machine.err("node", "expected at least one CPU on some node, found none"));
@@ -808,7 +830,7 @@ fn parse_variants(top: &Node, limits: &Limits) -> Res<Vec<Variant>> {
 // ---------------------------------------------------------------------------------------------
 // Tasks and their programs
 
-const TASK_KEYS: &[&str] = &["name", "cgroup", "node", "generator", "ops"];
+const TASK_KEYS: &[&str] = &["name", "cgroup", "node", "mempolicy", "generator", "ops"];
 
 /// Parameters each generator takes, besides the task keys.
 fn generator_params(generator: &str) -> Option<&'static [&'static str]> {
@@ -971,21 +993,23 @@ fn parse_tasks(
             (None, Some(ops)) => {
                 let mut regions = BTreeMap::new();
                 let path = task.key("ops");
-                Program::Ops(parse_ops(
-                    top.cx,
-                    ops,
-                    &path,
-                    &mut regions,
-                    &mut names,
+                let nr_nodes = machine.nodes.len() as u32;
+                let cx = OpsCx {
+                    cx: top.cx,
+                    nr_nodes,
                     files,
-                    0,
-                )?)
+                };
+                Program::Ops(parse_ops(&cx, ops, &path, &mut regions, &mut names, 0)?)
             }
         };
+        let mempolicy = task
+            .mempolicy_opt("mempolicy", machine.nodes.len() as u32)?
+            .flatten();
         tasks.push(TaskSpec {
             name,
             cgroup,
             node,
+            mempolicy,
             program,
         });
     }
@@ -1108,23 +1132,44 @@ fn op_keys(op: &str) -> Option<&'static [&'static str]> {
         "fork" => &["op", "name", "ops"],
         "exit" => &["op"],
         "read" => &["op", "file", "offset", "len", "buffer"],
+        "set_mempolicy" => &["op", "mode"],
+        "mbind" => &["op", "region", "mode", "offset", "len", "move"],
         _ => return None,
     })
 }
 
-const OP_NAMES: &str = "mmap, munmap, madvise, touch, sleep, barrier, fork, exit, read";
+const OP_NAMES: &str =
+    "mmap, munmap, madvise, touch, sleep, barrier, fork, exit, read, set_mempolicy, mbind";
+
+/// What op lists are checked against besides the file: the machine's node count.
+struct OpsCx<'a> {
+    cx: &'a Cx<'a>,
+    nr_nodes: u32,
+    files: &'a [FileSpec],
+}
+
+/// An op's required `mode`, a memory policy.
+fn op_mempolicy(node: &Node, nr_nodes: u32) -> Res<Option<Mempolicy>> {
+    node.mempolicy_opt("mode", nr_nodes)?.ok_or_else(|| {
+        node.missing(
+            "mode",
+            "a memory policy such as \"bind:0,1\", \"interleave:0-1\" or \"default\"",
+        )
+    })
+}
 
 /// Parses an op list. `regions` maps each mapped region to its size at this point of the
 /// program; a fork child starts from a copy of its parent's.
 fn parse_ops(
-    cx: &Cx,
+    ocx: &OpsCx,
     items: &[Value],
     path: &str,
     regions: &mut BTreeMap<String, u64>,
     names: &mut BTreeSet<String>,
-    files: &[FileSpec],
     depth: usize,
 ) -> Res<Vec<Op>> {
+    let cx = ocx.cx;
+    let files = ocx.files;
     let mut ops = Vec::with_capacity(items.len());
     let mut exited_at: Option<usize> = None;
     for (i, item) in items.iter().enumerate() {
@@ -1230,12 +1275,11 @@ fn parse_ops(
                     .ok_or_else(|| node.missing("ops", "the child's op list"))?;
                 let mut child_regions = regions.clone();
                 let child = parse_ops(
-                    cx,
+                    ocx,
                     child_items,
                     &node.key("ops"),
                     &mut child_regions,
                     names,
-                    files,
                     depth + 1,
                 )?;
                 Op::Fork { name, child }
@@ -1259,7 +1303,30 @@ fn parse_ops(
                     offset_bytes,
                     len_bytes: len_bytes.unwrap_or(size_bytes - offset_bytes),
                     buffer_bytes,
-                    bind_node: None,
+                }
+            }
+            "set_mempolicy" => Op::SetMempolicy {
+                policy: op_mempolicy(&node, ocx.nr_nodes)?,
+            },
+            "mbind" => {
+                let (region, region_bytes) = mapped_region(&node, regions)?;
+                let policy = op_mempolicy(&node, ocx.nr_nodes)?;
+                let (offset_bytes, len_bytes) = parse_range(&node, &region, region_bytes)?;
+                let mf_move = node.bool_opt("move")?.unwrap_or(false);
+                let names_nodes = policy.is_some_and(|p| p.nodes != 0);
+                if mf_move && !names_nodes {
+                    return Err(node.err(
+                        "move",
+                        "expected move = true only with a policy that names nodes (bind, \
+                         preferred, interleave, preferred_many)",
+                    ));
+                }
+                Op::Mbind {
+                    region,
+                    policy,
+                    offset_bytes,
+                    len_bytes,
+                    mf_move,
                 }
             }
             _ => unreachable!("op_keys accepted {op_name}"),
@@ -1954,8 +2021,84 @@ ops = [
                 offset_bytes: 4 << 20,
                 len_bytes: 60 << 20,
                 buffer_bytes: 2 << 20,
-                bind_node: None
             }
+        );
+    }
+
+    #[test]
+    fn memory_policies_parse_and_name_their_nodes() {
+        let text = |task_policy: &str, mode: &str| {
+            format!(
+                r#"
+name = "p"
+[machine]
+[[machine.node]]
+memory = "1G"
+cpus = 1
+[[machine.node]]
+memory = "1G"
+[[task]]
+name = "a"
+mempolicy = "{task_policy}"
+ops = [
+  {{ op = "mmap", region = "r", size = "8M" }},
+  {{ op = "mbind", region = "r", mode = "{mode}", offset = "4M", len = "2M" }},
+  {{ op = "set_mempolicy", mode = "default" }},
+]
+"#
+            )
+        };
+        let s = parse(&text("bind:0-1", "interleave:0,1")).unwrap();
+        let task = &s.tasks[0];
+        assert_eq!(
+            task.mempolicy,
+            Some(Mempolicy {
+                mode: crate::mm::mempolicy::MpolMode::Bind,
+                nodes: 0b11,
+                flags: 0
+            })
+        );
+        let Program::Ops(ops) = &task.program else {
+            panic!("expected ops")
+        };
+        assert_eq!(
+            ops[1],
+            Op::Mbind {
+                region: "r".into(),
+                policy: Mempolicy::parse("interleave:0,1", 2).unwrap(),
+                offset_bytes: 4 << 20,
+                len_bytes: Some(2 << 20),
+                mf_move: false,
+            }
+        );
+        assert_eq!(ops[2], Op::SetMempolicy { policy: None });
+        // Nodes must exist; the message names the key and the expected form.
+        let e = parse(&text("bind:2", "local")).unwrap_err();
+        assert_eq!(e.key, "task[0].mempolicy", "{e}");
+        assert!(e.message.contains("found node 2"), "{e}");
+        let e = parse(&text("local", "spread:0")).unwrap_err();
+        assert_eq!(e.key, "task[0].ops[1].mode", "{e}");
+        assert!(e.message.contains("\"bind:0,1\""), "{e}");
+        let e = parse(&text("local", "bind")).unwrap_err();
+        assert!(e.message.contains("node list"), "{e}");
+        let moving = text("local", "local").replace("len = \"2M\"", "len = \"2M\", move = true");
+        let e = parse(&moving).unwrap_err();
+        assert_eq!(e.key, "task[0].ops[1].move", "{e}");
+        let moving = text("local", "bind:1").replace("len = \"2M\"", "len = \"2M\", move = true");
+        let s = parse(&moving).unwrap();
+        let Program::Ops(ops) = &s.tasks[0].program else {
+            panic!("expected ops")
+        };
+        assert!(matches!(ops[1], Op::Mbind { mf_move: true, .. }));
+        expect_err(
+            "[[task]]\nname = \"b\"\nmempolicy = 1\nops = [{ op = \"exit\" }]",
+            "task[1].mempolicy",
+            "expected a string",
+        );
+        expect_err(
+            "[[task]]\nname = \"b\"\nops = [{ op = \"set_mempolicy\" }]",
+            "task[1].ops[0].mode",
+            "missing key",
         );
     }
 

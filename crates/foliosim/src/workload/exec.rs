@@ -53,6 +53,7 @@ impl Kernel {
         }
         let specs = self.spec.scenario.tasks.clone();
         for ts in &specs {
+            let first_task = self.tasks.len();
             let memcg = match &ts.cgroup {
                 None => 0,
                 Some(name) => self
@@ -132,7 +133,7 @@ impl Kernel {
                         fr.read_ahead_kb,
                         fr.large_folios,
                     ));
-                    let ops = fr.program(file);
+                    let ops = fr.program(file, ts.mempolicy);
                     self.spawn_user(ts.name.clone(), memcg, ts.node, Rc::new(ops), Report::None);
                 }
                 Program::ThpSwapAllocator {
@@ -197,6 +198,10 @@ impl Kernel {
                         );
                     }
                 }
+            }
+            // Every process and thread of the task starts with its policy (as under numactl).
+            for t in &mut self.tasks[first_task..] {
+                t.mempolicy = ts.mempolicy;
             }
         }
         Ok(())
@@ -633,6 +638,9 @@ impl Kernel {
                     Rc::new(child.clone()),
                 );
                 c.regions = parent.regions.clone();
+                // copy_process duplicates the task policy and the interleave position.
+                c.mempolicy = parent.mempolicy;
+                c.il_prev = parent.il_prev;
                 c.mm = Some(child_mm);
                 c.clock_ns = self.clock_ns;
                 self.tasks.push(c);
@@ -646,16 +654,29 @@ impl Kernel {
                 offset_bytes,
                 len_bytes,
                 buffer_bytes,
-                bind_node,
             } => {
                 let req = crate::mm::filemap::ReadRequest {
                     file: *file,
                     offset_bytes: *offset_bytes,
                     len_bytes: *len_bytes,
                     buffer_bytes: *buffer_bytes,
-                    bind_node: *bind_node,
                 };
                 return self.file_read_op(t, &req, quantum_end_ns);
+            }
+            Op::SetMempolicy { policy } => self.do_set_mempolicy(*policy),
+            Op::Mbind {
+                region,
+                policy,
+                offset_bytes,
+                len_bytes,
+                mf_move,
+            } => {
+                let r = self.region_of(t, region)?;
+                let (from, to) = page_range(&r, *offset_bytes, *len_bytes);
+                self.do_mbind(mm, r.start, from, to, *policy);
+                if let (true, Some(pol)) = (mf_move, policy) {
+                    self.mbind_move_folios(mm, r.start, from, to, pol);
+                }
             }
             Op::Sleep { .. } | Op::Barrier { .. } => {}
             Op::Exit => self.do_exit(t),

@@ -4,11 +4,13 @@
 //! The program maps the buffer and writes it once (so it is resident before the timed part, as
 //! the seed leaves the buffer's setup out of its times), optionally reads the file
 //! `preload_reads` times with its page cache bound to `preload_node` (the seed places the CXL
-//! case with mbind before the runs; these reads are not timed and give the folios their LRU
-//! history), then runs the cycles. Each read() call asks for `buffer` bytes at the
+//! case with mbind before the runs; here a task policy of MPOL_BIND around these reads, as
+//! `numactl --membind` gives; they are not timed and give the folios their LRU history), then
+//! runs the cycles. Each read() call asks for `buffer` bytes at the
 //! current position; a cycle is `size / buffer` calls. Without a preload the file starts on disk
 //! and the first cycle reads it through readahead.
 
+use crate::mm::mempolicy::{Mempolicy, MpolMode};
 use crate::scenario::{Access, IterationReport, Op, Pattern};
 
 #[derive(Clone, Debug, PartialEq)]
@@ -48,8 +50,9 @@ impl Default for FileRead {
 pub const REGION_BUFFER: &str = "buffer";
 
 impl FileRead {
-    /// The program of the reading task, for the file with id `file`.
-    pub fn program(&self, file: u32) -> Vec<Op> {
+    /// The program of the reading task, for the file with id `file`; `mempolicy` is the task's
+    /// own policy, restored after the preload.
+    pub fn program(&self, file: u32, mempolicy: Option<Mempolicy>) -> Vec<Op> {
         let mut ops = vec![
             Op::Mmap {
                 region: REGION_BUFFER.into(),
@@ -66,25 +69,56 @@ impl FileRead {
                 work_ns: 0,
             },
         ];
-        let read = |bind_node| Op::FileRead {
+        let read = Op::FileRead {
             file,
             offset_bytes: 0,
             len_bytes: self.size_bytes,
             buffer_bytes: self.buffer_bytes,
-            bind_node,
         };
         if let Some(node) = self.preload_node {
+            // numactl --membind for the preload, then back to the task's policy.
+            ops.push(Op::SetMempolicy {
+                policy: Some(Mempolicy {
+                    mode: MpolMode::Bind,
+                    nodes: 1 << node,
+                    flags: 0,
+                }),
+            });
             for _ in 0..self.preload_reads {
-                ops.push(read(Some(node)));
+                ops.push(read.clone());
             }
+            ops.push(Op::SetMempolicy { policy: mempolicy });
         }
         for _ in 0..self.cycles {
             ops.push(Op::IterationStart);
-            ops.push(read(None));
+            ops.push(read.clone());
             ops.push(Op::IterationEnd {
                 report: IterationReport::Time,
             });
         }
         ops
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_preload_runs_under_a_bind_policy_and_restores_the_tasks_own() {
+        let fr = FileRead {
+            preload_node: Some(1),
+            preload_reads: 2,
+            ..Default::default()
+        };
+        let own = Mempolicy::parse("interleave:0-1", 2).unwrap();
+        let ops = fr.program(0, own);
+        let bind = Mempolicy::parse("bind:1", 2).unwrap();
+        assert_eq!(ops[2], Op::SetMempolicy { policy: bind });
+        assert!(matches!(ops[3], Op::FileRead { .. }) && matches!(ops[4], Op::FileRead { .. }));
+        assert_eq!(ops[5], Op::SetMempolicy { policy: own });
+        // Without a preload the program sets no policy at all.
+        let plain = FileRead::default().program(0, None);
+        assert!(!plain.iter().any(|op| matches!(op, Op::SetMempolicy { .. })));
     }
 }

@@ -106,6 +106,10 @@ pub struct Task {
     /// on return to user mode (`current->promo_list`), and their pages (`promo_count`).
     pub promo_list: Vec<crate::mm::folio::FolioId>,
     pub promo_count: u64,
+    /// The task's memory policy (`current->mempolicy`; None: MPOL_DEFAULT), and the node its
+    /// interleaving used last (`il_prev`).
+    pub mempolicy: Option<crate::mm::mempolicy::Mempolicy>,
+    pub il_prev: u32,
 }
 
 impl Task {
@@ -152,6 +156,8 @@ impl Task {
             ra: Vec::new(),
             promo_list: Vec::new(),
             promo_count: 0,
+            mempolicy: None,
+            il_prev: crate::mm::mempolicy::MAX_NUMNODES - 1,
         }
     }
 
