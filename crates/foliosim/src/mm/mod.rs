@@ -12,6 +12,7 @@ pub mod migrate;
 pub mod numa_balancing;
 pub mod oom_kill;
 pub mod page_alloc;
+pub mod page_writeback;
 pub mod pagetable;
 pub mod readahead;
 pub mod rmap;
@@ -107,6 +108,8 @@ pub struct Kernel {
     pub iterations: Vec<serde_json::Map<String, serde_json::Value>>,
     /// Files and their page caches, by file id.
     pub files: Vec<filemap::File>,
+    /// The disk's writeback state and flusher.
+    pub wb: page_writeback::BdiWriteback,
 }
 
 impl Kernel {
@@ -215,6 +218,7 @@ impl Kernel {
             reclaim_scratch: Vec::new(),
             iterations: Vec::new(),
             files: Vec::new(),
+            wb: Default::default(),
             xsbench: None,
             zram_pages: Vec::new(),
             zeromap: Vec::new(),

@@ -1108,11 +1108,14 @@ fn op_keys(op: &str) -> Option<&'static [&'static str]> {
         "fork" => &["op", "name", "ops"],
         "exit" => &["op"],
         "read" => &["op", "file", "offset", "len", "buffer"],
+        "write" => &["op", "file", "offset", "len", "buffer", "data"],
+        "fsync" => &["op", "file"],
         _ => return None,
     })
 }
 
-const OP_NAMES: &str = "mmap, munmap, madvise, touch, sleep, barrier, fork, exit, read";
+const OP_NAMES: &str =
+    "mmap, munmap, madvise, touch, sleep, barrier, fork, exit, read, write, fsync";
 
 /// Parses an op list. `regions` maps each mapped region to its size at this point of the
 /// program; a fork child starts from a copy of its parent's.
@@ -1244,7 +1247,7 @@ fn parse_ops(
                 exited_at = Some(i);
                 Op::Exit
             }
-            "read" => {
+            "read" | "write" => {
                 let (file, size_bytes) = named_file(&node, files)?;
                 let (offset_bytes, len_bytes) = parse_file_range(&node, files, file)?;
                 let buffer_bytes = match node.size_opt("buffer")? {
@@ -1254,19 +1257,50 @@ fn parse_ops(
                     }
                     Some(b) => b,
                 };
-                Op::FileRead {
-                    file,
-                    offset_bytes,
-                    len_bytes: len_bytes.unwrap_or(size_bytes - offset_bytes),
-                    buffer_bytes,
-                    bind_node: None,
+                let len_bytes = len_bytes.unwrap_or(size_bytes - offset_bytes);
+                if op_name == "read" {
+                    Op::FileRead {
+                        file,
+                        offset_bytes,
+                        len_bytes,
+                        buffer_bytes,
+                        bind_node: None,
+                    }
+                } else {
+                    Op::FileWrite {
+                        file,
+                        offset_bytes,
+                        len_bytes,
+                        buffer_bytes,
+                        data: parse_data(&node)?,
+                    }
                 }
             }
+            "fsync" => Op::Fsync {
+                file: named_file(&node, files)?.0,
+            },
             _ => unreachable!("op_keys accepted {op_name}"),
         };
         ops.push(op);
     }
     Ok(ops)
+}
+
+/// The content class an op writes: `data` = zero, nonzero (the default) or a class 1..=255.
+fn parse_data(node: &Node) -> Res<u8> {
+    match node.table.get("data") {
+        None => Ok(DATA_NONZERO),
+        Some(Value::String(s)) if s == "zero" => Ok(DATA_ZERO),
+        Some(Value::String(s)) if s == "nonzero" => Ok(DATA_NONZERO),
+        Some(Value::Integer(i)) if (1..=255).contains(i) => Ok(*i as u8),
+        Some(v) => Err(node.err(
+            "data",
+            format!(
+                "expected zero, nonzero or a content class 1..=255, found {}",
+                describe(v)
+            ),
+        )),
+    }
 }
 
 /// The op's `region`, which must be mapped at this point; returns it with its size.
@@ -1446,24 +1480,10 @@ fn parse_touch(node: &Node, regions: &BTreeMap<String, u64>) -> Res<Op> {
     let (offset_bytes, len_bytes) = parse_range(node, &region, region_bytes)?;
     let count = node.int_opt("count", 1, i64::MAX)?.map(|c| c as u64);
     let work_ns = node.time_opt("work")?.unwrap_or(0);
-    let data = match node.table.get("data") {
-        None => DATA_NONZERO,
-        Some(_) if access == Access::Read => {
-            return Err(node.err("data", "expected data only with access = \"write\""))
-        }
-        Some(Value::String(s)) if s == "zero" => DATA_ZERO,
-        Some(Value::String(s)) if s == "nonzero" => DATA_NONZERO,
-        Some(Value::Integer(i)) if (1..=255).contains(i) => *i as u8,
-        Some(v) => {
-            return Err(node.err(
-                "data",
-                format!(
-                    "expected zero, nonzero or a content class 1..=255, found {}",
-                    describe(v)
-                ),
-            ))
-        }
-    };
+    if access == Access::Read && node.table.contains_key("data") {
+        return Err(node.err("data", "expected data only with access = \"write\""));
+    }
+    let data = parse_data(node)?;
     Ok(Op::Touch {
         region,
         access,
