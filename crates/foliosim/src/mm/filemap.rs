@@ -628,12 +628,12 @@ impl Kernel {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::mm::vmscan::Lru;
 
     /// Node 0: DRAM with a CPU; node 1: CPU-less CXL. One user task is current on CPU 0.
-    fn boot(profile: &str, tiering: bool) -> Kernel {
+    pub(crate) fn boot(profile: &str, tiering: bool) -> Kernel {
         let toml = r#"
 name = "t"
 [[machine.node]]
@@ -661,7 +661,7 @@ ops = [{ op = "sleep", time = "1ms" }]
         k
     }
 
-    fn new_file(k: &mut Kernel, size: u64, read_ahead_kb: u64, large: bool) -> FileId {
+    pub(crate) fn new_file(k: &mut Kernel, size: u64, read_ahead_kb: u64, large: bool) -> FileId {
         k.create_file(File::new("f".into(), size, read_ahead_kb, large))
     }
 

@@ -380,7 +380,6 @@ impl Kernel {
     /// One run of the flusher (wb_workfn / wb_do_writeback). Returns when it should run again
     /// on its own, if ever (the dirty_writeback interval, while anything is dirty).
     pub fn wb_workfn(&mut self) -> Option<u64> {
-        self.wb.timer_armed = false;
         self.complete_file_writeback();
         if std::mem::take(&mut self.wb.start_all) {
             let nr = self.stat.get(Vm::NrDirty);
@@ -603,5 +602,227 @@ impl Kernel {
         t.state = TaskState::Blocked;
         self.tasks.push(t);
         self.wb.flusher = id;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::mm::filemap::tests::{boot, new_file, write};
+    use crate::mm::vmscan::{Lru, ScanControl};
+
+    fn no_violations(k: &Kernel) {
+        let v = crate::check::check(k);
+        assert!(v.is_empty(), "{v:?}");
+    }
+
+    #[test]
+    fn dirty_limits_follow_the_ratio_and_bytes_knobs() {
+        let mut k = boot("v6.18", false);
+        // The ratios are taken per PAGE_SIZE first (20% is 819/4096), as the kernel does.
+        assert_eq!(k.domain_dirty_limits(10_000), (998, 1999));
+        k.spec.knobs.set("/proc/sys/vm/dirty_bytes", "8M").unwrap();
+        assert_eq!(k.spec.knobs.dirty_ratio, 0);
+        assert_eq!(k.domain_dirty_limits(10_000), (998, 2048));
+        // A background threshold at or above the limit is halved below it.
+        k.spec
+            .knobs
+            .set("/proc/sys/vm/dirty_background_ratio", "50")
+            .unwrap();
+        assert_eq!(k.domain_dirty_limits(10_000), (1024, 2048));
+        k.spec.knobs.set("/proc/sys/vm/dirty_ratio", "20").unwrap();
+        assert_eq!(k.spec.knobs.dirty_bytes, 0);
+        assert!(k.spec.knobs.set("/proc/sys/vm/dirty_bytes", "4K").is_err());
+        // Dirtyable memory: free pages above the reserves plus the file LRU.
+        let before = k.global_dirtyable_memory();
+        let f = new_file(&mut k, 1 << 20, 0, false);
+        write(&mut k, f, 0, 1 << 20, 1 << 20);
+        assert_eq!(
+            k.global_dirtyable_memory(),
+            before,
+            "cache pages come out of free ones"
+        );
+        // The freerun ceiling and the cubic control: 2 at the ceiling, 1 at the setpoint, 0 at
+        // the limit.
+        assert_eq!(dirty_freerun_ceiling(2000, 1000), 1500);
+        assert_eq!(pos_ratio_polynom(1745, 1490, 2000), 2 << 10);
+        assert_eq!(pos_ratio_polynom(1745, 1745, 2000), 1 << 10);
+        assert_eq!(pos_ratio_polynom(1745, 2000, 2000), 0);
+    }
+
+    #[test]
+    fn background_writeback_starts_only_above_the_background_threshold() {
+        let mut k = boot("v6.18", false);
+        k.spec
+            .knobs
+            .set("/proc/sys/vm/dirty_background_bytes", "4M")
+            .unwrap();
+        // A 16 MiB limit makes writeback_chunk_size 4 MiB (its eighth, rounded up).
+        k.spec.knobs.set("/proc/sys/vm/dirty_bytes", "16M").unwrap();
+        let t = k.current;
+        let flusher = k.wb.flusher as usize;
+        let f = new_file(&mut k, 64 << 20, 0, true);
+        write(&mut k, f, 0, 3 << 20, 1 << 20);
+        // The first dirtying arms the periodic timer, no more.
+        assert!(k.wb.timer_armed);
+        let t0 = k.files[0].dirtied_when_ns.unwrap();
+        assert_eq!(k.tasks[flusher].clock_ns, t0 + 5_000_000_000);
+        assert_eq!(k.balance_dirty_pages(t, 0), DirtyPause::default());
+        assert!(
+            k.wb.timer_armed,
+            "below the background threshold: not woken"
+        );
+        // Run early anyway, the flusher finds nothing to do.
+        k.wb_workfn();
+        assert_eq!(k.stat.get(Vm::NrWriteback), 0);
+        assert_eq!(k.stat.get(Vm::Pgpgout), 0);
+        // 9 MiB dirty: above the background threshold, under the freerun ceiling (10 MiB).
+        write(&mut k, f, 3 << 20, 6 << 20, 1 << 20);
+        assert_eq!(k.balance_dirty_pages(t, 0), DirtyPause::default());
+        assert!(!k.wb.timer_armed);
+        assert_eq!(k.tasks[flusher].state, TaskState::Runnable);
+        assert!(
+            k.tasks[flusher].clock_ns < t0 + 1_000_000_000,
+            "woken, not on its timer"
+        );
+        k.wb_workfn();
+        // Written a chunk at a time until dirty is under the threshold.
+        assert_eq!(k.stat.get(Vm::NrWriteback), 2048);
+        assert_eq!(k.stat.get(Vm::NrDirty), 256);
+        assert_eq!(k.stat.get(Vm::Pgpgout), 8192);
+        // The writes complete in time; nr_written counts them.
+        k.clock_ns += 1_000_000_000;
+        k.complete_file_writeback();
+        assert_eq!(k.stat.get(Vm::NrWriteback), 0);
+        assert_eq!(k.stat.get(Vm::NrWritten), 2048);
+        no_violations(&k);
+    }
+
+    #[test]
+    fn periodic_writeback_cleans_files_dirtied_more_than_dirty_expire_ago() {
+        let mut k = boot("v6.18", false);
+        let a = new_file(&mut k, 1 << 20, 0, true);
+        let b = new_file(&mut k, 1 << 20, 0, true);
+        let s = 1_000_000_000;
+        write(&mut k, a, 0, 1 << 20, 1 << 20);
+        let t0 = k.files[a as usize].dirtied_when_ns.unwrap();
+        k.clock_ns = t0 + 20 * s;
+        write(&mut k, b, 0, 1 << 20, 1 << 20);
+        // Every 5 s the flusher looks; at 25 s nothing is 30 s old yet.
+        k.clock_ns = t0 + 25 * s;
+        assert!(k.wb_workfn().is_some());
+        assert_eq!(k.stat.get(Vm::NrDirty), 512);
+        k.clock_ns = t0 + 30 * s;
+        let next = k.wb_workfn();
+        assert_eq!(next, Some(k.clock_ns + 5 * s));
+        assert_eq!(k.files[a as usize].nr_dirty, 0);
+        assert_eq!(k.files[b as usize].nr_dirty, 256);
+        assert_eq!(k.stat.get(Vm::NrWriteback), 256);
+        // Until dirty_writeback_interval has passed, no new kupdate run.
+        k.clock_ns = t0 + 52 * s;
+        k.wb.last_old_flush_ns = t0 + 50 * s;
+        k.wb_workfn();
+        assert_eq!(k.files[b as usize].nr_dirty, 256);
+        k.clock_ns = t0 + 55 * s;
+        assert_eq!(
+            k.wb_workfn(),
+            None,
+            "all clean: the timer is not armed again"
+        );
+        assert_eq!(k.stat.get(Vm::NrDirty), 0);
+        k.clock_ns += s;
+        k.complete_file_writeback();
+        assert_eq!(k.stat.get(Vm::NrWritten), 512);
+        no_violations(&k);
+    }
+
+    #[test]
+    fn reclaim_keeps_a_dirty_file_folio_wakes_the_flusher_and_frees_it_after_writeback() {
+        let mut k = boot("v6.18", false);
+        let f = new_file(&mut k, 4 << 20, 0, true);
+        write(&mut k, f, 0, 4 << 20, 1 << 20);
+        let lv = k.lruvec_index(0, 0);
+        let flusher = k.wb.flusher as usize;
+        let mut sc = ScanControl::new(1 << 20, false);
+        sc.priority = 0;
+        k.shrink_lruvec(lv, &mut sc);
+        assert_eq!(sc.nr_reclaimed, 0, "dirty folios are not freed");
+        assert_eq!(k.stat.get(Vm::NrVmscanImmediateReclaim), 1024);
+        assert_eq!(k.files[0].nrpages, 1024);
+        let folio = k.files[0].cache[0];
+        assert!(k.mem.test(folio, pg::RECLAIM) && k.mem.test(folio, pg::DIRTY));
+        // Every folio taken was dirty and unqueued: the flusher is told to write everything.
+        assert!(k.wb.start_all);
+        assert_eq!(k.tasks[flusher].state, TaskState::Runnable);
+        assert_eq!(k.stat.get(Vm::Pgpgout), 0, "reclaim itself writes nothing");
+        k.wb_workfn();
+        assert_eq!(k.stat.get(Vm::NrWriteback), 1024);
+        // Under writeback, reclaim skips them again.
+        let mut sc = ScanControl::new(1 << 20, false);
+        sc.priority = 0;
+        k.shrink_lruvec(lv, &mut sc);
+        assert_eq!(sc.nr_reclaimed, 0);
+        // Once written they rotate to the inactive tail, and the next reclaim frees them.
+        k.clock_ns += 1_000_000_000;
+        k.complete_file_writeback();
+        assert!(!k.mem.test(folio, pg::ACTIVE) && !k.mem.test(folio, pg::RECLAIM));
+        let lists = &k.lruvecs[lv].lists;
+        assert_eq!(lists[Lru::InactiveFile as usize].nr_pages, 1024);
+        assert_eq!(lists[Lru::ActiveFile as usize].nr_pages, 0);
+        let mut sc = ScanControl::new(1 << 20, false);
+        sc.priority = 0;
+        k.shrink_lruvec(lv, &mut sc);
+        assert_eq!(sc.nr_reclaimed, 1024);
+        assert_eq!(k.files[0].nrpages, 0);
+        no_violations(&k);
+    }
+
+    /// Writes 96 MiB to a 1 GiB machine whose disk does `bw` bytes/s, with a 16 MiB dirty
+    /// limit; returns the writer's elapsed time.
+    fn throttled_write_ns(bw: u64) -> u64 {
+        let toml = r#"
+name = "t"
+[[machine.node]]
+memory = "1G"
+cpus = 2
+[[file]]
+name = "f"
+size = "96M"
+large_folios = true
+[[task]]
+name = "w"
+ops = [{ op = "write", file = "f", buffer = "1M" }]
+"#;
+        let scenario = crate::scenario::parse::parse_str(toml, "test.toml").unwrap();
+        let sets = [
+            ("/proc/sys/vm/dirty_bytes".to_string(), "16M".to_string()),
+            (
+                "/proc/sys/vm/dirty_background_bytes".to_string(),
+                "8M".to_string(),
+            ),
+        ];
+        let spec =
+            crate::scenario::parse::resolve(&scenario, "v6.18", None, &sets, 1, true).unwrap();
+        let mut k = Kernel::boot(&spec).unwrap();
+        k.hw.ssd_bandwidth_bytes_per_s = bw;
+        let r = k.run(&mut |_| {}).unwrap();
+        assert_eq!(r.vmstat["nr_dirtied"], 96 << 8);
+        r.tasks[0]["exit_ns"].as_u64().unwrap()
+    }
+
+    #[test]
+    fn a_writer_above_the_dirty_limit_is_throttled_to_the_device_bandwidth() {
+        let mib = 1 << 20;
+        let slow = throttled_write_ns(200 * mib);
+        let fast = throttled_write_ns(400 * mib);
+        // Past the freerun ceiling (12 MiB) the writer goes at the disk's pace: the 84 MiB
+        // left take about 84 / 200 s, or half as long on a disk twice as fast.
+        let expect = 84 * 1_000_000_000 / 200;
+        assert!(
+            slow > expect * 9 / 10 && slow < expect * 13 / 10,
+            "slow {slow} expect {expect}"
+        );
+        let ratio = slow as f64 / fast as f64;
+        assert!((1.7..2.3).contains(&ratio), "{slow} / {fast}");
     }
 }

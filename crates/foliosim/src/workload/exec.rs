@@ -489,12 +489,10 @@ impl Kernel {
             let next = self.wb_workfn();
             let cpu_free = self.clock_ns;
             self.wb.idle_since_ns = cpu_free;
+            self.wb.timer_armed = next.is_some();
             match next {
                 // Asleep on its timer: runnable again at the next dirty_writeback interval.
-                Some(at) => {
-                    self.wb.timer_armed = true;
-                    self.clock_ns = at;
-                }
+                Some(at) => self.clock_ns = at,
                 None => {
                     self.tasks[t as usize].state = TaskState::Blocked;
                     self.tasks[t as usize].clock_ns = cpu_free;
