@@ -11,16 +11,22 @@
 //! Price's "Promotion of Unmapped Page Cache Folios" RFC v3 (2025-01-06, unmerged; spec
 //! tiering.md §D): promotion_candidate, the per-task list capped at promote_rate_limit pages
 //! (the knob `pagecache_promotion_task_cap=0` removes the cap, as v2 had none), the task work on
-//! return to user mode, and migrate_misplaced_folio_batch.
+//! return to user mode, and migrate_misplaced_folio_batch. The buffered write path
+//! (generic_perform_write / iomap_write_iter, v6.12+): balance_dirty_pages_ratelimited before
+//! each folio, write_begin's __filemap_get_folio(FGP_WRITEBEGIN | fgf_set_order(len)) with a
+//! read of the pages a new folio gets only in part, the copy from user, folio_mark_dirty
+//! (mm/page_writeback.rs has the dirty limits and the flusher); fsync.
 //!
 //! Cost model: a read() call costs a kernel entry (`fault_entry_ns`); copying a folio to the
 //! user buffer costs, per 4 KiB, `copy_page_ns` plus one load latency of the folio's node (the
 //! hardware prefetcher does not cross a 4 KiB page, so each page starts with a miss to the node
 //! the data sits on). The file's device is the profile's SSD: latency plus size over bandwidth
-//! per readahead I/O, queued FIFO; a folio is usable when its I/O completed.
+//! per readahead I/O, queued FIFO; a folio is usable when its I/O completed. Writeback shares
+//! that queue (`blk_submit`). A write() copies like a read, reversed.
 //!
-//! Left out: write() and dirty writeback, mmap of files and file rmap (file folios are never
-//! mapped here), truncation, shadow entries and workingset refault detection, the per-CPU
+//! Left out: file growth (writes stop at the file's size), per-block uptodate state (a folio is
+//! read and written whole), mmap of files and file rmap (file folios are never mapped here),
+//! truncation, shadow entries and workingset refault detection, the per-CPU
 //! lru_add batches, PG_idle, and MGLRU: the RFC v3 hook is in the classic-LRU branch only (v4
 //! added one to lru_gen_inc_refs, not modelled). File folios are told from anonymous ones by
 //! PG_swapbacked; their `mapping` holds the file id where an anonymous folio holds its anon_vma.

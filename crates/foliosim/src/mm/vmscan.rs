@@ -8,8 +8,15 @@
 //! fallback counters, try_to_unmap, pageout, __remove_mapping), and balance_pgdat for kswapd.
 //! Page-cache folios (mm/filemap.rs) live on the file lists: both kinds are scanned in
 //! proportion to their size, clean file folios are freed (or demoted first), and active file
-//! folios are deactivated keeping PG_referenced, as the kernel does for unmapped ones.
-//! Left out: dirty file folios' writeback, swappiness-based anon/file balance, proportional scan adjustment, writeback throttling, compaction, MGLRU.
+//! folios are deactivated keeping PG_referenced, as the kernel does for unmapped ones. Dirty
+//! file folios are never written by reclaim (v6.16+; earlier only kswapd could, through a
+//! ->writepage iomap filesystems lack): they get PG_reclaim and are activated
+//! (nr_vmscan_immediate_reclaim), as are file folios under writeback; a scan whose folios were
+//! all dirty and unqueued wakes the flusher (wakeup_flusher_threads), and a reclaimer that freed
+//! nothing among dirty folios waits for writeback (reclaim_throttle, simplified: at the end of
+//! a failed direct or memcg reclaim, not per node).
+//! Left out: swappiness-based anon/file balance, proportional scan adjustment, the
+//! congested/PGDAT_WRITEBACK throttling of kswapd, compaction, MGLRU.
 
 use super::folio::{pg, FolioId, NIL};
 use super::Kernel;

@@ -1980,6 +1980,68 @@ ops = [
     }
 
     #[test]
+    fn write_and_fsync_ops_are_checked() {
+        let file = "[[file]]\nname = \"data\"\nsize = \"64M\"\n";
+        let writer = |op: &str| format!("{file}[[task]]\nname = \"w\"\nops = [{op}]");
+        expect_err(
+            &writer("{ op = \"write\", file = \"data\", data = \"blue\" }"),
+            "task[1].ops[0].data",
+            "zero, nonzero or a content class",
+        );
+        expect_err(
+            &writer("{ op = \"write\", file = \"data\", buffer = 0 }"),
+            "task[1].ops[0].buffer",
+            "greater than 0",
+        );
+        expect_err(
+            &writer("{ op = \"write\", file = \"data\", len = \"65M\" }"),
+            "task[1].ops[0].len",
+            "within file",
+        );
+        expect_err(
+            &writer("{ op = \"fsync\", file = \"nope\" }"),
+            "task[1].ops[0].file",
+            "defined by [[file]] (data)",
+        );
+        expect_err(
+            &writer("{ op = \"fsync\", file = \"data\", len = 1 }"),
+            "task[1].ops[0].len",
+            "unknown key",
+        );
+        expect_err(
+            "[knobs]\n\"/proc/sys/vm/dirty_ratio\" = 101",
+            "knobs./proc/sys/vm/dirty_ratio",
+            "0..=100",
+        );
+        expect_err(
+            "[knobs]\n\"/proc/sys/vm/dirty_bytes\" = \"4K\"",
+            "knobs./proc/sys/vm/dirty_bytes",
+            ">= 8K",
+        );
+        let s = parse(&format!(
+            "{MINIMAL}\n{}",
+            writer("{ op = \"write\", file = \"data\", offset = \"4M\", data = \"zero\" }, { op = \"fsync\", file = \"data\" }")
+        ))
+        .unwrap();
+        let Program::Ops(ops) = &s.tasks[1].program else {
+            panic!("expected ops");
+        };
+        assert_eq!(
+            ops[..],
+            [
+                Op::FileWrite {
+                    file: 0,
+                    offset_bytes: 4 << 20,
+                    len_bytes: 60 << 20,
+                    buffer_bytes: DEFAULT_READ_BUFFER_BYTES,
+                    data: DATA_ZERO,
+                },
+                Op::Fsync { file: 0 }
+            ]
+        );
+    }
+
+    #[test]
     fn errors_name_the_key() {
         expect_err("bogus = 1", "bogus", "unknown key");
         expect_err(
