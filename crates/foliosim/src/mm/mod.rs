@@ -235,6 +235,8 @@ impl Kernel {
         k.zeromap = k.swap.iter().map(|s| vec![false; s.max as usize]).collect();
         k.spawn_kernel_threads();
         k.spawn_workload()?;
+        // After the workload's tasks, so that their ids do not depend on it.
+        k.spawn_flusher();
         Ok(k)
     }
 

@@ -38,7 +38,6 @@ impl Kernel {
             self.tasks.push(t);
             self.nodes[node as usize].kswapd = id;
         }
-        self.spawn_flusher();
     }
 
     pub fn spawn_workload(&mut self) -> Result<(), InputError> {
