@@ -106,8 +106,8 @@ pub fn pos_ratio_polynom(setpoint: u64, dirty: u64, limit: u64) -> u64 {
     let x = ((setpoint as i64 - dirty as i64) << RATELIMIT_CALC_SHIFT)
         / ((limit as i64 - setpoint as i64) | 1);
     let mut pos = x;
-    pos = pos * x >> RATELIMIT_CALC_SHIFT;
-    pos = pos * x >> RATELIMIT_CALC_SHIFT;
+    pos = (pos * x) >> RATELIMIT_CALC_SHIFT;
+    pos = (pos * x) >> RATELIMIT_CALC_SHIFT;
     pos += 1 << RATELIMIT_CALC_SHIFT;
     pos.clamp(0, 2 << RATELIMIT_CALC_SHIFT) as u64
 }
@@ -278,7 +278,7 @@ impl Kernel {
         } else {
             pos_ratio_polynom((freerun + limit) / 2, dirty, limit)
         };
-        let task_ratelimit = self.write_bw_pages() * pos_ratio >> RATELIMIT_CALC_SHIFT;
+        let task_ratelimit = (self.write_bw_pages() * pos_ratio) >> RATELIMIT_CALC_SHIFT;
         let max_pause = self.wb_max_pause(dirty);
         let (min_pause, nr_dirtied_pause) = self.wb_min_pause(max_pause, task_ratelimit);
         let task = &mut self.tasks[t as usize];
