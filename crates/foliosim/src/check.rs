@@ -6,11 +6,14 @@
 //! - every folio is on at most one LRU list, and a folio flagged PG_lru is on one;
 //! - no present PTE points into a free page, and mapcounts equal the PTEs that map each folio;
 //! - mbind's policy ranges lie inside their VMA, sorted, disjoint and merged.
+//! - nr_dirty and nr_writeback (and each file's dirty count) equal the dirty and writeback
+//!   pages of the page cache, and every write in flight is of a cached folio under writeback.
 
 use crate::mm::folio::{pg, NIL};
 use crate::mm::pagetable as pt;
 use crate::mm::swapfile::SWAP_HAS_CACHE;
 use crate::mm::Kernel;
+use crate::stats::Vm;
 
 pub fn check(k: &Kernel) -> Vec<String> {
     let mut out = Vec::new();
@@ -170,6 +173,7 @@ pub fn check(k: &Kernel) -> Vec<String> {
             ));
         }
     }
+    let (mut total_dirty, mut total_writeback) = (0u64, 0u64);
     // The page cache: every entry names the head of a file folio of that file covering the
     // index, and nrpages counts the entries.
     for (fi, f) in k.files.iter().enumerate() {
@@ -196,6 +200,57 @@ pub fn check(k: &Kernel) -> Vec<String> {
             out.push(format!(
                 "file {fi}: {cached} pages cached but nrpages {}",
                 f.nrpages
+            ));
+        }
+        // Dirty and writeback pages of the file; its dirty count and dirtied_when agree.
+        let (mut dirty, mut writeback) = (0u64, 0u64);
+        for (i, &folio) in f.cache.iter().enumerate() {
+            if folio != NIL && k.mem.index(folio) as usize == i {
+                let nr = k.mem.nr_pages(folio) as u64;
+                dirty += nr * k.mem.test(folio, pg::DIRTY) as u64;
+                writeback += nr * k.mem.test(folio, pg::WRITEBACK) as u64;
+            }
+        }
+        if dirty != f.nr_dirty || f.dirtied_when_ns.is_some() != (dirty > 0) {
+            out.push(format!(
+                "file {fi}: {dirty} dirty pages but nr_dirty {} (dirtied_when {:?})",
+                f.nr_dirty, f.dirtied_when_ns
+            ));
+        }
+        total_dirty += dirty;
+        total_writeback += writeback;
+        // A folio under writeback stays in the page cache until its write completes.
+        for &(_, folio) in &f.wb_inflight {
+            let p = &k.mem.pages[folio as usize];
+            if !p.test(pg::HEAD)
+                || !p.test(pg::WRITEBACK)
+                || f.cache.get(p.index as usize) != Some(&folio)
+            {
+                out.push(format!(
+                    "file {fi}: folio {folio} in flight but not a cached folio under writeback"
+                ));
+            }
+        }
+        let in_flight: u64 = f
+            .wb_inflight
+            .iter()
+            .map(|&(_, folio)| k.mem.nr_pages(folio) as u64)
+            .sum();
+        if in_flight != writeback {
+            out.push(format!(
+                "file {fi}: {writeback} pages under writeback but {in_flight} in flight"
+            ));
+        }
+    }
+    for (item, counted) in [
+        (Vm::NrDirty, total_dirty),
+        (Vm::NrWriteback, total_writeback),
+    ] {
+        if k.stat.get(item) != counted {
+            out.push(format!(
+                "{} is {} but the page cache holds {counted}",
+                item.name(),
+                k.stat.get(item)
             ));
         }
     }

@@ -957,3 +957,39 @@ ops = [
         "the whole file in KiB, read once"
     );
 }
+
+const WRITE_PAST_MEMORY: &str = r#"
+name = "t"
+[[machine.node]]
+memory = "512M"
+cpus = 2
+[[cgroup]]
+name = "cg"
+[[file]]
+name = "f"
+size = "768M"
+large_folios = true
+[[task]]
+name = "w"
+cgroup = "cg"
+ops = [{ op = "write", file = "f", buffer = "1M" }, { op = "fsync", file = "f" }]
+"#;
+
+#[test]
+fn writing_a_file_larger_than_memory_reclaims_written_folios_and_fsync_leaves_it_clean() {
+    for sets in [&[][..], &[("cg/memory.max", "64M")][..]] {
+        let r = run(WRITE_PAST_MEMORY, "v6.18", sets);
+        let v = &r.vmstat;
+        let pages = 768 << 8;
+        assert_eq!(v["oom_kill"], 0, "{sets:?}");
+        assert_eq!(v["nr_dirtied"], pages);
+        // fsync wrote and waited for everything: each page went out once.
+        assert_eq!(v["nr_written"], pages);
+        assert_eq!(v["pgpgout"], pages * 4);
+        assert_eq!(v["nr_dirty"] + v["nr_writeback"], 0);
+        // The cache could not hold the file: clean written folios were reclaimed, no page was
+        // read back.
+        assert!(v["pgsteal_file"] >= pages - (512 << 8), "{sets:?} {v:?}");
+        assert_eq!(v["pgpgin"], 0);
+    }
+}

@@ -11,16 +11,22 @@
 //! Price's "Promotion of Unmapped Page Cache Folios" RFC v3 (2025-01-06, unmerged; spec
 //! tiering.md §D): promotion_candidate, the per-task list capped at promote_rate_limit pages
 //! (the knob `pagecache_promotion_task_cap=0` removes the cap, as v2 had none), the task work on
-//! return to user mode, and migrate_misplaced_folio_batch.
+//! return to user mode, and migrate_misplaced_folio_batch. The buffered write path
+//! (generic_perform_write / iomap_write_iter, v6.12+): balance_dirty_pages_ratelimited before
+//! each folio, write_begin's __filemap_get_folio(FGP_WRITEBEGIN | fgf_set_order(len)) with a
+//! read of the pages a new folio gets only in part, the copy from user, folio_mark_dirty
+//! (mm/page_writeback.rs has the dirty limits and the flusher); fsync.
 //!
 //! Cost model: a read() call costs a kernel entry (`fault_entry_ns`); copying a folio to the
 //! user buffer costs, per 4 KiB, `copy_page_ns` plus one load latency of the folio's node (the
 //! hardware prefetcher does not cross a 4 KiB page, so each page starts with a miss to the node
 //! the data sits on). The file's device is the profile's SSD: latency plus size over bandwidth
-//! per readahead I/O, queued FIFO; a folio is usable when its I/O completed.
+//! per readahead I/O, queued FIFO; a folio is usable when its I/O completed. Writeback shares
+//! that queue (`blk_submit`). A write() copies like a read, reversed.
 //!
-//! Left out: write() and dirty writeback, mmap of files and file rmap (file folios are never
-//! mapped here), truncation, shadow entries and workingset refault detection, the per-CPU
+//! Left out: file growth (writes stop at the file's size), per-block uptodate state (a folio is
+//! read and written whole), mmap of files and file rmap (file folios are never mapped here),
+//! truncation, shadow entries and workingset refault detection, the per-CPU
 //! lru_add batches, PG_idle, and MGLRU: the RFC v3 hook is in the classic-LRU branch only (v4
 //! added one to lru_gen_inc_refs, not modelled). File folios are told from anonymous ones by
 //! PG_swapbacked; their `mapping` holds the file id where an anonymous folio holds its anon_vma.
@@ -52,6 +58,14 @@ pub struct File {
     pub io_busy_until_ns: u64,
     /// I/Os in flight: (first page, end page, completion time).
     pub io_pending: Vec<(u32, u32, u64)>,
+    /// Dirty pages of the file.
+    pub nr_dirty: u64,
+    /// When the file went from clean to dirty (`inode->dirtied_when`); None while clean.
+    pub dirtied_when_ns: Option<u64>,
+    /// Where range-cyclic writeback goes on (`mapping->writeback_index`).
+    pub writeback_index: u32,
+    /// Write requests in flight, in completion order: (completion time, folio).
+    pub wb_inflight: std::collections::VecDeque<(u64, FolioId)>,
 }
 
 impl File {
@@ -67,6 +81,10 @@ impl File {
             large_folios,
             io_busy_until_ns: 0,
             io_pending: Vec::new(),
+            nr_dirty: 0,
+            dirtied_when_ns: None,
+            writeback_index: 0,
+            wb_inflight: Default::default(),
         }
     }
 }
@@ -91,6 +109,29 @@ pub struct ReadRequest {
     pub offset_bytes: u64,
     pub len_bytes: u64,
     pub buffer_bytes: u64,
+}
+
+/// Progress through a FileWrite operation.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct WriteState {
+    pub started: bool,
+    pub pos: u64,
+    pub end: u64,
+    /// End of the current write() call; equal to `pos` between calls.
+    pub call_end: u64,
+    /// balance_dirty_pages must look again, with this page count, before more is dirtied
+    /// (its loop goes on after a pause at the limit).
+    pub bdp_pages: u64,
+}
+
+/// One FileWrite operation: write() calls of `buffer_bytes` over a range of a file.
+pub struct WriteRequest {
+    pub file: FileId,
+    pub offset_bytes: u64,
+    pub len_bytes: u64,
+    pub buffer_bytes: u64,
+    /// Content class of the data written (content::ZERO for zeros).
+    pub data: u8,
 }
 
 /// The page cache.
@@ -140,6 +181,7 @@ impl Kernel {
 
     /// __filemap_remove_folio: takes a folio out of its file's page cache.
     pub fn filemap_remove_folio(&mut self, folio: FolioId) {
+        debug_assert!(!self.mem.test(folio, pg::DIRTY) && !self.mem.test(folio, pg::WRITEBACK));
         let file = self.mem.anon_vma(folio) as usize;
         let index = self.mem.index(folio);
         let nr = self.mem.nr_pages(folio);
@@ -163,19 +205,28 @@ impl Kernel {
         }
     }
 
+    /// submit_bio to the file's device, reads and writes alike: one request of `pages` pages,
+    /// served FIFO (latency, then size over bandwidth after what is queued). Returns its
+    /// completion time.
+    pub fn blk_submit(&mut self, file: FileId, pages: u64, latency_ns: u64) -> u64 {
+        let transfer_ns = pages * PAGE_SIZE * 1_000_000_000 / self.hw.ssd_bandwidth_bytes_per_s;
+        let now = self.clock_ns;
+        self.charge_time(self.hw.block_io_overhead_ns);
+        let f = &mut self.files[file as usize];
+        let done = (now + latency_ns).max(f.io_busy_until_ns) + transfer_ns;
+        f.io_busy_until_ns = done;
+        done
+    }
+
     /// read_pages: submits one I/O for the `pages` new pages in [first, end) to the file's
-    /// device (FIFO: latency, then size over bandwidth after what is queued).
+    /// device.
     pub fn read_pages(&mut self, file: FileId, first: u32, end: u32, pages: u64) {
         if pages == 0 {
             return;
         }
-        let transfer_ns = pages * PAGE_SIZE * 1_000_000_000 / self.hw.ssd_bandwidth_bytes_per_s;
         let now = self.clock_ns;
-        let latency = self.hw.ssd_read_latency_ns;
-        self.charge_time(self.hw.block_io_overhead_ns);
+        let done = self.blk_submit(file, pages, self.hw.ssd_read_latency_ns);
         let f = &mut self.files[file as usize];
-        let done = (now + latency).max(f.io_busy_until_ns) + transfer_ns;
-        f.io_busy_until_ns = done;
         f.io_pending.retain(|&(_, _, d)| d > now);
         f.io_pending.push((first, end, done));
         self.stat.count(Vm::Pgpgin, pages * PAGE_SIZE / 1024);
@@ -336,6 +387,155 @@ impl Kernel {
     }
 }
 
+/// The buffered write path (generic_perform_write, iomap_write_iter).
+impl Kernel {
+    /// Runs a FileWrite operation of task `t` until the quantum ends or the task must sleep
+    /// (`sleep_ns`, a dirty-throttling pause). Ok(true) once complete.
+    pub fn file_write_op(
+        &mut self,
+        t: u32,
+        req: &WriteRequest,
+        quantum_end_ns: u64,
+    ) -> Result<bool, Killed> {
+        let file = req.file;
+        let size = self.files[file as usize].size_bytes;
+        let mut st = self.tasks[t as usize].file_write;
+        if !st.started {
+            // Files do not grow here: a write past the end is cut at it.
+            let pos = req.offset_bytes.min(size);
+            st = WriteState {
+                started: true,
+                pos,
+                end: req.offset_bytes.saturating_add(req.len_bytes).min(size),
+                call_end: pos,
+                bdp_pages: 0,
+            };
+        }
+        let chunk = if self.files[file as usize].large_folios {
+            PAGE_SIZE << super::readahead::MAX_PAGECACHE_ORDER
+        } else {
+            PAGE_SIZE
+        };
+        let result = loop {
+            if st.pos >= st.end {
+                break Ok(true);
+            }
+            if self.clock_ns >= quantum_end_ns {
+                break Ok(false);
+            }
+            if st.pos == st.call_end {
+                // A new write() call.
+                st.call_end = (st.pos + req.buffer_bytes.max(1)).min(st.end);
+                self.charge_time(self.hw.fault_entry_ns);
+            }
+            // Each folio starts with balance_dirty_pages_ratelimited.
+            let pages = match st.bdp_pages {
+                0 => self.tasks[t as usize].nr_dirtied,
+                pages => pages,
+            };
+            let pause = match st.bdp_pages {
+                0 => self.balance_dirty_pages_ratelimited(t),
+                _ => self.balance_dirty_pages(t, pages),
+            };
+            st.bdp_pages = if pause.again { pages.max(1) } else { 0 };
+            if pause.pause_ns > 0 {
+                self.tasks[t as usize].sleep_ns = pause.pause_ns;
+                break Ok(false);
+            }
+            let offset = st.pos & (chunk - 1);
+            let len = (chunk - offset).min(st.call_end - st.pos);
+            let index = (st.pos / PAGE_SIZE) as u32;
+            let folio = match self.files[file as usize].cache[index as usize] {
+                NIL => match self.write_begin_new_folio(file, st.pos, len) {
+                    Some(f) => f,
+                    None => break Err(Killed),
+                },
+                f => {
+                    // The folio lock waits for a read still in flight.
+                    self.filemap_wait_uptodate(file, self.mem.index(f));
+                    f
+                }
+            };
+            if self.files[file as usize].cache[index as usize] != folio {
+                continue;
+            }
+            // copy_folio_from_iter_atomic: the read copy, reversed.
+            let findex = self.mem.index(folio);
+            let folio_end = (findex as u64 + self.mem.nr_pages(folio) as u64) * PAGE_SIZE;
+            let to = folio_end.min(st.call_end);
+            let bytes = to - st.pos;
+            let node = self.pfn_node(folio);
+            let per_page = self.hw.copy_page_ns + self.node_latency_ns(node);
+            self.charge_time(bytes * per_page / PAGE_SIZE);
+            for p in st.pos.div_ceil(PAGE_SIZE)..to / PAGE_SIZE {
+                self.mem.pages[(folio + p as u32 - findex) as usize].content = req.data;
+            }
+            self.folio_mark_dirty(folio);
+            self.tasks[t as usize].touches += bytes.div_ceil(PAGE_SIZE);
+            st.pos = to;
+        };
+        self.tasks[t as usize].file_write = if matches!(result, Ok(false)) {
+            st
+        } else {
+            WriteState::default()
+        };
+        result
+    }
+
+    /// write_begin for a folio not in the page cache: __filemap_get_folio(FGP_WRITEBEGIN |
+    /// fgf_set_order(len)) creates a folio at pos's page of the largest order that fits `len`,
+    /// is aligned, lies inside the file and overlaps no cached folio, smaller ones if the
+    /// allocation fails. Pages the write covers only in part are read first (the block layer's
+    /// partial-block read of iomap / __block_write_begin; the other pages are overwritten
+    /// whole, so a full-folio write reads nothing).
+    fn write_begin_new_folio(&mut self, file: FileId, pos: u64, len: u64) -> Option<FolioId> {
+        let index = (pos / PAGE_SIZE) as u32;
+        let f = &self.files[file as usize];
+        let mut order = if f.large_folios && len > PAGE_SIZE {
+            (len.ilog2() - PAGE_SIZE.ilog2()).min(super::readahead::MAX_PAGECACHE_ORDER)
+        } else {
+            0
+        };
+        if index & ((1 << order) - 1) != 0 {
+            order = index.trailing_zeros();
+        }
+        let overlaps = |order: u32| {
+            let end = index as usize + (1 << order);
+            end > f.cache.len() || f.cache[index as usize..end].iter().any(|&c| c != NIL)
+        };
+        while order > 0 && overlaps(order) {
+            order -= 1;
+        }
+        let folio = loop {
+            // Orders above 0 are tried with __GFP_NORETRY.
+            let gfp = match order {
+                0 => Gfp::USER,
+                _ => Gfp {
+                    retry: false,
+                    ..Gfp::USER
+                },
+            };
+            match self.filemap_alloc_folio(file, index, order, gfp) {
+                Some(folio) => break folio,
+                None if order > 0 => order -= 1,
+                None => return None,
+            }
+        };
+        let nr = 1u32 << order;
+        let end = (pos + len).min((index + nr) as u64 * PAGE_SIZE);
+        // Pages [index, first_full) and [last_full, index + nr) are written in part.
+        let first_full = pos.div_ceil(PAGE_SIZE) as u32;
+        let last_full = ((end / PAGE_SIZE) as u32).max(first_full);
+        for (a, b) in [(index, first_full), (last_full, index + nr)] {
+            if a < b {
+                self.read_pages(file, a, b, (b - a) as u64);
+                self.filemap_wait_uptodate(file, a);
+            }
+        }
+        Some(folio)
+    }
+}
+
 /// `+pagecache_promotion` (RFC v3).
 impl Kernel {
     /// promotion_candidate: a referenced, active folio on a lower tier, read by a user task,
@@ -412,13 +612,13 @@ impl Kernel {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::mm::mempolicy::{Mempolicy, MpolMode};
     use crate::mm::vmscan::Lru;
 
     /// Node 0: DRAM with a CPU; node 1: CPU-less CXL. One user task is current on CPU 0.
-    fn boot(profile: &str, tiering: bool) -> Kernel {
+    pub(crate) fn boot(profile: &str, tiering: bool) -> Kernel {
         let toml = r#"
 name = "t"
 [[machine.node]]
@@ -446,7 +646,7 @@ ops = [{ op = "sleep", time = "1ms" }]
         k
     }
 
-    fn new_file(k: &mut Kernel, size: u64, read_ahead_kb: u64, large: bool) -> FileId {
+    pub(crate) fn new_file(k: &mut Kernel, size: u64, read_ahead_kb: u64, large: bool) -> FileId {
         k.create_file(File::new("f".into(), size, read_ahead_kb, large))
     }
 
@@ -764,6 +964,102 @@ ops = [{ op = "sleep", time = "1ms" }]
             pages * (k.hw.copy_page_ns + k.hw.cxl_read_latency_ns) + entry
         );
         assert!(cold > dram + k.hw.ssd_read_latency_ns);
+    }
+
+    /// write() calls of `buffer` bytes over [offset, offset + len) of the file, as the current
+    /// task; no sleeping here (these tests stay below the dirty limits).
+    pub(crate) fn write(k: &mut Kernel, file: FileId, offset: u64, len: u64, buffer: u64) {
+        let t = k.current;
+        let req = WriteRequest {
+            file,
+            offset_bytes: offset,
+            len_bytes: len,
+            buffer_bytes: buffer,
+            data: content::DATA_DEFAULT,
+        };
+        while !k.file_write_op(t, &req, u64::MAX).unwrap() {
+            assert_eq!(k.tasks[t as usize].sleep_ns, 0, "throttled");
+        }
+    }
+
+    /// (first index, order) of each cached folio, and whether it is dirty, in file order.
+    fn cached(k: &Kernel, file: FileId) -> Vec<(u32, u32, bool)> {
+        let f = &k.files[file as usize];
+        let mut out = Vec::new();
+        for (i, &folio) in f.cache.iter().enumerate() {
+            if folio != NIL && k.mem.index(folio) as usize == i {
+                out.push((i as u32, k.mem.order(folio), k.mem.test(folio, pg::DIRTY)));
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn a_write_dirties_exactly_the_written_folios_in_folios_sized_to_the_write() {
+        let mut k = boot("v6.18", false);
+        let f = new_file(&mut k, 1 << 20, 0, true);
+        // 256 KiB at 64 KiB: fgf_set_order(len) capped by the index's alignment gives
+        // 64 KiB at page 16, 128 KiB at page 32 and the last 64 KiB at page 64.
+        write(&mut k, f, 64 << 10, 256 << 10, 256 << 10);
+        assert_eq!(
+            cached(&k, f),
+            vec![(16, 4, true), (32, 5, true), (64, 4, true)]
+        );
+        assert_eq!(k.stat.get(Vm::NrDirty), 64);
+        assert_eq!(k.stat.get(Vm::NrDirtied), 64);
+        assert_eq!(k.files[0].nr_dirty, 64);
+        assert_eq!(
+            k.stat.get(Vm::Pgpgin),
+            0,
+            "whole pages overwritten: nothing read"
+        );
+        // A write into a clean cached folio dirties that folio, whole, and reads nothing.
+        let g = new_file(&mut k, 1 << 20, 0, true);
+        let clean = k.filemap_alloc_folio(g, 0, 4, Gfp::USER).unwrap();
+        let other = k.filemap_alloc_folio(g, 16, 4, Gfp::USER).unwrap();
+        write(&mut k, g, 4096 + 100, 10, 4096);
+        assert!(k.mem.test(clean, pg::DIRTY) && !k.mem.test(other, pg::DIRTY));
+        assert_eq!(k.stat.get(Vm::NrDirty), 80);
+        assert_eq!(k.stat.get(Vm::Pgpgin), 0);
+        // Writing it again dirties nothing more.
+        write(&mut k, g, 0, 8192, 8192);
+        assert_eq!(k.stat.get(Vm::NrDirtied), 80);
+        assert!(
+            crate::check::check(&k).is_empty(),
+            "{:?}",
+            crate::check::check(&k)
+        );
+    }
+
+    #[test]
+    fn a_partial_write_of_an_uncached_folio_reads_it_first_and_a_full_overwrite_does_not() {
+        let mut k = boot("v6.18", false);
+        let f = new_file(&mut k, 1 << 20, 0, false);
+        let start = k.clock_ns;
+        write(&mut k, f, 100, 100, 4096);
+        assert_eq!(k.stat.get(Vm::Pgpgin), 4, "one page read (KiB)");
+        assert!(
+            k.clock_ns - start > k.hw.ssd_read_latency_ns,
+            "the write waited"
+        );
+        write(&mut k, f, 8192, 4096, 4096);
+        assert_eq!(
+            k.stat.get(Vm::Pgpgin),
+            4,
+            "a whole page overwritten is not read"
+        );
+        // Unaligned across two pages: both ends are read.
+        write(&mut k, f, 5 * 4096 + 1, 4096, 4096);
+        assert_eq!(k.stat.get(Vm::Pgpgin), 12);
+        assert_eq!(
+            cached(&k, f),
+            vec![(0, 0, true), (2, 0, true), (5, 0, true), (6, 0, true)]
+        );
+        // With large folios, a 64 KiB write starting 1 KiB into its first page reads only the
+        // two pages it covers in part.
+        let g = new_file(&mut k, 1 << 20, 0, true);
+        write(&mut k, g, 1024, 64 << 10, 64 << 10);
+        assert_eq!(k.stat.get(Vm::Pgpgin), 12 + 8);
     }
 
     #[test]

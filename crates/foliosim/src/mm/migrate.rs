@@ -11,8 +11,9 @@
 //! deferred PTEs were all clean and read-only go to a pending batch; their sources stay allocated
 //! (counted as free for watermarks) until some later flush has covered every pending CPU, or a
 //! write-protect fault, a failed watermark or the allocator's slow path forces the flush.
-//! Left out: sync modes and their retries (nothing here can be busy: the simulator migrates a
-//! batch atomically, so the -EAGAIN passes never happen), migration of swap-cache, mapped file
+//! Dirty page-cache folios fail as busy (fallback_migrate_folio in async mode), as do folios
+//! under writeback. Left out: sync modes and their retries (the simulator migrates a batch
+//! atomically, so the -EAGAIN passes never happen), migration of swap-cache, mapped file
 //! and hugetlb folios (unmapped page-cache folios move with their page-cache entry), splitting
 //! large folios that cannot be migrated, and the per-CPU free lists MIGRC bypasses.
 
@@ -220,7 +221,11 @@ impl Kernel {
                 self.tlb_batch.fold(&mut pending);
                 do_migrc = false;
             }
-            if self.mem.test(src, pg::SWAPCACHE) || self.mem.test(src, pg::WRITEBACK) {
+            // A dirty page-cache folio is busy in MIGRATE_ASYNC: fallback_migrate_folio will not
+            // write it out (filesystems with their own migrate_folio are not modelled).
+            let dirty_file = self.mem.test(src, pg::DIRTY) && self.folio_is_file_lru(src);
+            if self.mem.test(src, pg::SWAPCACHE) || self.mem.test(src, pg::WRITEBACK) || dirty_file
+            {
                 i += 1;
                 continue;
             }

@@ -13,6 +13,7 @@ pub mod migrate;
 pub mod numa_balancing;
 pub mod oom_kill;
 pub mod page_alloc;
+pub mod page_writeback;
 pub mod pagetable;
 pub mod readahead;
 pub mod rmap;
@@ -111,6 +112,8 @@ pub struct Kernel {
     pub iterations: Vec<serde_json::Map<String, serde_json::Value>>,
     /// Files and their page caches, by file id.
     pub files: Vec<filemap::File>,
+    /// The disk's writeback state and flusher.
+    pub wb: page_writeback::BdiWriteback,
 }
 
 impl Kernel {
@@ -221,6 +224,7 @@ impl Kernel {
             reclaim_scratch: Vec::new(),
             iterations: Vec::new(),
             files: Vec::new(),
+            wb: Default::default(),
             xsbench: None,
             zram_pages: Vec::new(),
             zeromap: Vec::new(),
@@ -237,6 +241,8 @@ impl Kernel {
         k.zeromap = k.swap.iter().map(|s| vec![false; s.max as usize]).collect();
         k.spawn_kernel_threads();
         k.spawn_workload()?;
+        // After the workload's tasks, so that their ids do not depend on it.
+        k.spawn_flusher();
         Ok(k)
     }
 

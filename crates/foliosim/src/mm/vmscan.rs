@@ -8,8 +8,15 @@
 //! fallback counters, try_to_unmap, pageout, __remove_mapping), and balance_pgdat for kswapd.
 //! Page-cache folios (mm/filemap.rs) live on the file lists: both kinds are scanned in
 //! proportion to their size, clean file folios are freed (or demoted first), and active file
-//! folios are deactivated keeping PG_referenced, as the kernel does for unmapped ones.
-//! Left out: dirty file folios' writeback, swappiness-based anon/file balance, proportional scan adjustment, writeback throttling, compaction, MGLRU.
+//! folios are deactivated keeping PG_referenced, as the kernel does for unmapped ones. Dirty
+//! file folios are never written by reclaim (v6.16+; earlier only kswapd could, through a
+//! ->writepage iomap filesystems lack): they get PG_reclaim and are activated
+//! (nr_vmscan_immediate_reclaim), as are file folios under writeback; a scan whose folios were
+//! all dirty and unqueued wakes the flusher (wakeup_flusher_threads), and a reclaimer that freed
+//! nothing among dirty folios waits for writeback (reclaim_throttle, simplified: at the end of
+//! a failed direct or memcg reclaim, not per node).
+//! Left out: swappiness-based anon/file balance, proportional scan adjustment, the
+//! congested/PGDAT_WRITEBACK throttling of kswapd, compaction, MGLRU.
 
 use super::folio::{pg, FolioId, NIL};
 use super::Kernel;
@@ -68,6 +75,10 @@ pub struct ScanControl {
     pub no_demotion: bool,
     /// Reclaim of one memcg at its limit (sc->target_mem_cgroup set).
     pub cgroup_reclaim: bool,
+    /// Pages of file folios found dirty or under writeback (sc->nr.dirty), and dirty but not
+    /// yet queued for writeback (nr_unqueued_dirty).
+    pub nr_dirty: u64,
+    pub nr_unqueued_dirty: u64,
 }
 
 impl ScanControl {
@@ -81,6 +92,8 @@ impl ScanControl {
             may_deactivate: false,
             no_demotion: false,
             cgroup_reclaim: false,
+            nr_dirty: 0,
+            nr_unqueued_dirty: 0,
         }
     }
 }
@@ -186,6 +199,19 @@ impl Kernel {
         }
     }
 
+    /// lru_move_tail (folio_rotate_reclaimable of a page-cache folio whose writeback ended):
+    /// to the inactive tail, deactivated, so reclaim frees it next.
+    pub fn lru_move_tail(&mut self, folio: FolioId) {
+        if !self.mem.test(folio, pg::LRU) {
+            return;
+        }
+        self.lruvec_del_folio(folio);
+        self.mem.clear(folio, pg::ACTIVE);
+        let lv = self.folio_lruvec(folio);
+        let lru = lru_of(!self.mem.test(folio, pg::SWAPBACKED), false);
+        self.list_add(lv, lru, folio, true);
+    }
+
     /// Takes folios off the tail of a list until `nr_to_scan` pages were taken.
     fn isolate_lru_folios(
         &mut self,
@@ -256,6 +282,7 @@ impl Kernel {
 
     pub fn shrink_lruvec(&mut self, lv: usize, sc: &mut ScanControl) {
         self.complete_swap_writeback();
+        self.complete_file_writeback();
         for dev in 0..self.swap.len() as u32 {
             self.zram_sync_memory(dev);
         }
@@ -353,7 +380,12 @@ impl Kernel {
         self.stat
             .count(if file { Vm::PgscanFile } else { Vm::PgscanAnon }, scanned);
         self.memcgs[memcg].count(Memcg::Pgscan, scanned);
+        let unqueued_before = sc.nr_unqueued_dirty;
         let reclaimed = self.shrink_folio_list(&mut list, sc);
+        if scanned > 0 && sc.nr_unqueued_dirty - unqueued_before == scanned {
+            // Every folio taken was dirty and not queued: the flushers are behind.
+            self.wakeup_flusher_threads();
+        }
         sc.nr_reclaimed += reclaimed;
         if !sc.cgroup_reclaim {
             self.stat.count(
@@ -436,9 +468,26 @@ impl Kernel {
             let folio = list[i];
             i += 1;
             self.charge_time(self.hw.reclaim_scan_folio_ns);
+            let file = !self.mem.test(folio, pg::SWAPBACKED);
+            if file {
+                // folio_check_dirty_writeback.
+                let nr = self.mem.nr_pages(folio) as u64;
+                let (dirty, writeback) = (
+                    self.mem.test(folio, pg::DIRTY),
+                    self.mem.test(folio, pg::WRITEBACK),
+                );
+                if dirty || writeback {
+                    sc.nr_dirty += nr;
+                }
+                if dirty && !writeback {
+                    sc.nr_unqueued_dirty += nr;
+                }
+            }
             if self.mem.test(folio, pg::WRITEBACK) {
+                // Marked for immediate reclaim once written; a file folio is activated
+                // meanwhile (v6.x), folio_end_writeback rotates it to the inactive tail.
                 self.mem.set(folio, pg::RECLAIM);
-                self.putback_folio(folio, false);
+                self.putback_folio(folio, file);
                 continue;
             }
             let refs = if sc.ignore_references {
@@ -461,10 +510,20 @@ impl Kernel {
                 d.push(folio);
                 continue;
             }
-            if !self.mem.test(folio, pg::SWAPBACKED) {
-                // A page-cache folio: clean ones leave the page cache and are freed; dirty
-                // ones would need writeback, which is not modelled.
-                if self.mem.test(folio, pg::DIRTY) || self.mem.mapcount(folio) > 0 {
+            if file {
+                // A page-cache folio: clean ones leave the page cache and are freed. Reclaim
+                // does not write dirty ones (v6.16+ never does; before, only kswapd on a node
+                // flagged PGDAT_DIRTY, through a ->writepage that iomap filesystems lack): it
+                // marks them for immediate reclaim after the flusher's writeback and activates
+                // them.
+                if self.mem.test(folio, pg::DIRTY) {
+                    let nr = self.mem.nr_pages(folio) as u64;
+                    self.stat.count(Vm::NrVmscanImmediateReclaim, nr);
+                    self.mem.set(folio, pg::RECLAIM);
+                    self.putback_folio(folio, true);
+                    continue;
+                }
+                if self.mem.mapcount(folio) > 0 {
                     self.putback_folio(folio, false);
                     continue;
                 }
@@ -578,10 +637,19 @@ impl Kernel {
                 self.shrink_node(n, &mut sc);
             }
             if sc.nr_reclaimed >= sc.nr_to_reclaim || sc.priority == 0 {
+                self.throttle_on_dirty(&sc);
                 self.account_direct_reclaim(start_ns, sc.nr_reclaimed);
                 return sc.nr_reclaimed;
             }
             sc.priority -= 1;
+        }
+    }
+
+    /// A reclaimer that freed nothing but found dirty or writeback file folios waits for
+    /// writeback (reclaim_throttle, mm/page_writeback.rs) rather than failing at once.
+    fn throttle_on_dirty(&mut self, sc: &ScanControl) {
+        if sc.nr_reclaimed == 0 && sc.nr_dirty > 0 {
+            self.reclaim_throttle_writeback();
         }
     }
 
@@ -597,6 +665,7 @@ impl Kernel {
                 self.shrink_lruvec(lv, &mut sc);
             }
             if sc.nr_reclaimed >= sc.nr_to_reclaim || sc.priority == 0 {
+                self.throttle_on_dirty(&sc);
                 self.account_direct_reclaim(start_ns, sc.nr_reclaimed);
                 return sc.nr_reclaimed;
             }

@@ -72,6 +72,17 @@ pub struct Knobs {
     /// of a task's promotion list at promote_rate_limit pages per return to user mode. 0 plays
     /// v2, which had no cap.
     pub pagecache_promotion_task_cap: bool,
+    /// /proc/sys/vm/dirty_ratio (default 20) and dirty_bytes (default 0; when set it is used
+    /// instead, as writing one of the pair zeroes the other).
+    pub dirty_ratio: u32,
+    pub dirty_bytes: u64,
+    /// /proc/sys/vm/dirty_background_ratio (default 10) and dirty_background_bytes (default 0).
+    pub dirty_background_ratio: u32,
+    pub dirty_background_bytes: u64,
+    /// /proc/sys/vm/dirty_expire_centisecs (default 3000).
+    pub dirty_expire_centisecs: u64,
+    /// /proc/sys/vm/dirty_writeback_centisecs (default 500; 0 turns periodic writeback off).
+    pub dirty_writeback_centisecs: u64,
     /// `memory.max` overrides: (cgroup name, None = max). A bare `memory.max` names every cgroup.
     pub memory_max: Vec<(Option<String>, Option<u64>)>,
 }
@@ -102,6 +113,12 @@ impl Default for Knobs {
             swap_migration_ad_supported: true,
             pagecache_promotion_enabled: false,
             pagecache_promotion_task_cap: true,
+            dirty_ratio: 20,
+            dirty_bytes: 0,
+            dirty_background_ratio: 10,
+            dirty_background_bytes: 0,
+            dirty_expire_centisecs: 3000,
+            dirty_writeback_centisecs: 500,
             memory_max: Vec::new(),
         }
     }
@@ -148,6 +165,30 @@ const SCALAR_KNOBS: &[KnobInfo] = &[
     KnobInfo {
         path: "/proc/sys/vm/swappiness",
         values: "0..=200",
+    },
+    KnobInfo {
+        path: "/proc/sys/vm/dirty_ratio",
+        values: "0..=100 (setting it zeroes dirty_bytes)",
+    },
+    KnobInfo {
+        path: "/proc/sys/vm/dirty_bytes",
+        values: "0 or a size >= 8K (a non-zero value zeroes dirty_ratio)",
+    },
+    KnobInfo {
+        path: "/proc/sys/vm/dirty_background_ratio",
+        values: "0..=100 (setting it zeroes dirty_background_bytes)",
+    },
+    KnobInfo {
+        path: "/proc/sys/vm/dirty_background_bytes",
+        values: "0 or a size (a non-zero value zeroes dirty_background_ratio)",
+    },
+    KnobInfo {
+        path: "/proc/sys/vm/dirty_expire_centisecs",
+        values: "0..=4294967295 (centiseconds)",
+    },
+    KnobInfo {
+        path: "/proc/sys/vm/dirty_writeback_centisecs",
+        values: "0..=4294967295 (centiseconds; 0 turns periodic writeback off)",
     },
     KnobInfo {
         path: "/proc/sys/vm/page-cluster",
@@ -303,6 +344,11 @@ fn parse_in_range(value: &str, min: u64, max: u64, expected: &str) -> Result<u64
     }
 }
 
+/// Parses a size in bytes (4096, 64K, 1G); the error names what the knob accepts.
+fn parse_size_knob(value: &str, expected: &str) -> Result<u64, String> {
+    super::parse::parse_size(value).map_err(|_| format!("expected {expected}, found {value:?}"))
+}
+
 fn parse_thp_enabled(value: &str, allow_inherit: bool) -> Option<ThpEnabled> {
     match value.trim() {
         "always" => Some(ThpEnabled::Always),
@@ -401,6 +447,38 @@ impl Knobs {
             "/proc/sys/vm/page-cluster" => {
                 self.page_cluster = parse_in_range(value, 0, 31, expected)? as u32;
             }
+            // The handlers zero the other of each ratio/bytes pair, as the kernel's do.
+            "/proc/sys/vm/dirty_ratio" => {
+                self.dirty_ratio = parse_in_range(value, 0, 100, expected)? as u32;
+                self.dirty_bytes = 0;
+            }
+            "/proc/sys/vm/dirty_bytes" => {
+                let bytes = parse_size_knob(value, expected)?;
+                if bytes != 0 && bytes < 2 * crate::mm::PAGE_SIZE {
+                    return Err(bad());
+                }
+                self.dirty_bytes = bytes;
+                if bytes != 0 {
+                    self.dirty_ratio = 0;
+                }
+            }
+            "/proc/sys/vm/dirty_background_ratio" => {
+                self.dirty_background_ratio = parse_in_range(value, 0, 100, expected)? as u32;
+                self.dirty_background_bytes = 0;
+            }
+            "/proc/sys/vm/dirty_background_bytes" => {
+                self.dirty_background_bytes = parse_size_knob(value, expected)?;
+                if self.dirty_background_bytes != 0 {
+                    self.dirty_background_ratio = 0;
+                }
+            }
+            "/proc/sys/vm/dirty_expire_centisecs" => {
+                self.dirty_expire_centisecs = parse_in_range(value, 0, u32::MAX as u64, expected)?;
+            }
+            "/proc/sys/vm/dirty_writeback_centisecs" => {
+                self.dirty_writeback_centisecs =
+                    parse_in_range(value, 0, u32::MAX as u64, expected)?;
+            }
             "/proc/sys/kernel/numa_balancing" => {
                 self.numa_balancing = parse_in_range(value, 0, 3, expected)? as u32;
             }
@@ -488,6 +566,12 @@ impl Knobs {
             "/proc/sys/vm/swappiness" => self.swappiness.to_string(),
             "/proc/sys/vm/page-cluster" => self.page_cluster.to_string(),
             "/proc/sys/kernel/numa_balancing" => self.numa_balancing.to_string(),
+            "/proc/sys/vm/dirty_ratio" => self.dirty_ratio.to_string(),
+            "/proc/sys/vm/dirty_bytes" => self.dirty_bytes.to_string(),
+            "/proc/sys/vm/dirty_background_ratio" => self.dirty_background_ratio.to_string(),
+            "/proc/sys/vm/dirty_background_bytes" => self.dirty_background_bytes.to_string(),
+            "/proc/sys/vm/dirty_expire_centisecs" => self.dirty_expire_centisecs.to_string(),
+            "/proc/sys/vm/dirty_writeback_centisecs" => self.dirty_writeback_centisecs.to_string(),
             "/sys/kernel/mm/numa/demotion_enabled" => self.demotion_enabled.to_string(),
             "/sys/kernel/mm/transparent_hugepage/shrink_underused" => {
                 (self.shrink_underused as u8).to_string()

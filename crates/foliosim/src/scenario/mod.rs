@@ -190,6 +190,19 @@ pub enum Op {
         len_bytes: Option<u64>,
         mf_move: bool,
     },
+    /// Linear write() calls of `buffer_bytes` each over bytes [offset, offset + len) of a
+    /// `[[file]]`, writing pages of content class `data` (see mm/filemap.rs file_write_op).
+    FileWrite {
+        file: u32,
+        offset_bytes: u64,
+        len_bytes: u64,
+        buffer_bytes: u64,
+        data: u8,
+    },
+    /// fsync(): writes back the file's dirty folios and waits for its writeback I/O.
+    Fsync {
+        file: u32,
+    },
 }
 
 /// What one iteration reports.

@@ -1134,12 +1134,14 @@ fn op_keys(op: &str) -> Option<&'static [&'static str]> {
         "read" => &["op", "file", "offset", "len", "buffer"],
         "set_mempolicy" => &["op", "mode"],
         "mbind" => &["op", "region", "mode", "offset", "len", "move"],
+        "write" => &["op", "file", "offset", "len", "buffer", "data"],
+        "fsync" => &["op", "file"],
         _ => return None,
     })
 }
 
 const OP_NAMES: &str =
-    "mmap, munmap, madvise, touch, sleep, barrier, fork, exit, read, set_mempolicy, mbind";
+    "mmap, munmap, madvise, touch, sleep, barrier, fork, exit, read, write, fsync, set_mempolicy, mbind";
 
 /// What op lists are checked against besides the file: the machine's node count.
 struct OpsCx<'a> {
@@ -1288,7 +1290,7 @@ fn parse_ops(
                 exited_at = Some(i);
                 Op::Exit
             }
-            "read" => {
+            "read" | "write" => {
                 let (file, size_bytes) = named_file(&node, files)?;
                 let (offset_bytes, len_bytes) = parse_file_range(&node, files, file)?;
                 let buffer_bytes = match node.size_opt("buffer")? {
@@ -1298,11 +1300,22 @@ fn parse_ops(
                     }
                     Some(b) => b,
                 };
-                Op::FileRead {
-                    file,
-                    offset_bytes,
-                    len_bytes: len_bytes.unwrap_or(size_bytes - offset_bytes),
-                    buffer_bytes,
+                let len_bytes = len_bytes.unwrap_or(size_bytes - offset_bytes);
+                if op_name == "read" {
+                    Op::FileRead {
+                        file,
+                        offset_bytes,
+                        len_bytes,
+                        buffer_bytes,
+                    }
+                } else {
+                    Op::FileWrite {
+                        file,
+                        offset_bytes,
+                        len_bytes,
+                        buffer_bytes,
+                        data: parse_data(&node)?,
+                    }
                 }
             }
             "set_mempolicy" => Op::SetMempolicy {
@@ -1329,11 +1342,31 @@ fn parse_ops(
                     mf_move,
                 }
             }
+            "fsync" => Op::Fsync {
+                file: named_file(&node, files)?.0,
+            },
             _ => unreachable!("op_keys accepted {op_name}"),
         };
         ops.push(op);
     }
     Ok(ops)
+}
+
+/// The content class an op writes: `data` = zero, nonzero (the default) or a class 1..=255.
+fn parse_data(node: &Node) -> Res<u8> {
+    match node.table.get("data") {
+        None => Ok(DATA_NONZERO),
+        Some(Value::String(s)) if s == "zero" => Ok(DATA_ZERO),
+        Some(Value::String(s)) if s == "nonzero" => Ok(DATA_NONZERO),
+        Some(Value::Integer(i)) if (1..=255).contains(i) => Ok(*i as u8),
+        Some(v) => Err(node.err(
+            "data",
+            format!(
+                "expected zero, nonzero or a content class 1..=255, found {}",
+                describe(v)
+            ),
+        )),
+    }
 }
 
 /// The op's `region`, which must be mapped at this point; returns it with its size.
@@ -1513,24 +1546,10 @@ fn parse_touch(node: &Node, regions: &BTreeMap<String, u64>) -> Res<Op> {
     let (offset_bytes, len_bytes) = parse_range(node, &region, region_bytes)?;
     let count = node.int_opt("count", 1, i64::MAX)?.map(|c| c as u64);
     let work_ns = node.time_opt("work")?.unwrap_or(0);
-    let data = match node.table.get("data") {
-        None => DATA_NONZERO,
-        Some(_) if access == Access::Read => {
-            return Err(node.err("data", "expected data only with access = \"write\""))
-        }
-        Some(Value::String(s)) if s == "zero" => DATA_ZERO,
-        Some(Value::String(s)) if s == "nonzero" => DATA_NONZERO,
-        Some(Value::Integer(i)) if (1..=255).contains(i) => *i as u8,
-        Some(v) => {
-            return Err(node.err(
-                "data",
-                format!(
-                    "expected zero, nonzero or a content class 1..=255, found {}",
-                    describe(v)
-                ),
-            ))
-        }
-    };
+    if access == Access::Read && node.table.contains_key("data") {
+        return Err(node.err("data", "expected data only with access = \"write\""));
+    }
+    let data = parse_data(node)?;
     Ok(Op::Touch {
         region,
         access,
@@ -2099,6 +2118,68 @@ ops = [
             "[[task]]\nname = \"b\"\nops = [{ op = \"set_mempolicy\" }]",
             "task[1].ops[0].mode",
             "missing key",
+        );
+    }
+
+    #[test]
+    fn write_and_fsync_ops_are_checked() {
+        let file = "[[file]]\nname = \"data\"\nsize = \"64M\"\n";
+        let writer = |op: &str| format!("{file}[[task]]\nname = \"w\"\nops = [{op}]");
+        expect_err(
+            &writer("{ op = \"write\", file = \"data\", data = \"blue\" }"),
+            "task[1].ops[0].data",
+            "zero, nonzero or a content class",
+        );
+        expect_err(
+            &writer("{ op = \"write\", file = \"data\", buffer = 0 }"),
+            "task[1].ops[0].buffer",
+            "greater than 0",
+        );
+        expect_err(
+            &writer("{ op = \"write\", file = \"data\", len = \"65M\" }"),
+            "task[1].ops[0].len",
+            "within file",
+        );
+        expect_err(
+            &writer("{ op = \"fsync\", file = \"nope\" }"),
+            "task[1].ops[0].file",
+            "defined by [[file]] (data)",
+        );
+        expect_err(
+            &writer("{ op = \"fsync\", file = \"data\", len = 1 }"),
+            "task[1].ops[0].len",
+            "unknown key",
+        );
+        expect_err(
+            "[knobs]\n\"/proc/sys/vm/dirty_ratio\" = 101",
+            "knobs./proc/sys/vm/dirty_ratio",
+            "0..=100",
+        );
+        expect_err(
+            "[knobs]\n\"/proc/sys/vm/dirty_bytes\" = \"4K\"",
+            "knobs./proc/sys/vm/dirty_bytes",
+            ">= 8K",
+        );
+        let s = parse(&format!(
+            "{MINIMAL}\n{}",
+            writer("{ op = \"write\", file = \"data\", offset = \"4M\", data = \"zero\" }, { op = \"fsync\", file = \"data\" }")
+        ))
+        .unwrap();
+        let Program::Ops(ops) = &s.tasks[1].program else {
+            panic!("expected ops");
+        };
+        assert_eq!(
+            ops[..],
+            [
+                Op::FileWrite {
+                    file: 0,
+                    offset_bytes: 4 << 20,
+                    len_bytes: 60 << 20,
+                    buffer_bytes: DEFAULT_READ_BUFFER_BYTES,
+                    data: DATA_ZERO,
+                },
+                Op::Fsync { file: 0 }
+            ]
         );
     }
 

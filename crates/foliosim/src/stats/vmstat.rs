@@ -30,6 +30,13 @@ counters!(
     PgscanFile = "pgscan_file",
     PgstealFile = "pgsteal_file",
     Pgpgin = "pgpgin",
+    Pgpgout = "pgpgout",
+    // Gauges (they also go down): pages dirty, and pages under writeback, in the page cache.
+    NrDirty = "nr_dirty",
+    NrWriteback = "nr_writeback",
+    NrDirtied = "nr_dirtied",
+    NrWritten = "nr_written",
+    NrVmscanImmediateReclaim = "nr_vmscan_immediate_reclaim",
     Pgactivate = "pgactivate",
     Pgdeactivate = "pgdeactivate",
     Pgrefill = "pgrefill",
@@ -146,6 +153,13 @@ impl VmStat {
     pub fn mthp_gauge(&mut self, order: u32, item: Mthp, delta: i64) {
         let v = &mut self.mthp[order as usize][item as usize];
         *v = (*v as i64 + delta) as u64;
+    }
+
+    /// Lowers a gauge such as nr_dirty.
+    #[inline]
+    pub fn sub(&mut self, item: Vm, n: u64) {
+        debug_assert!(self.vm[item as usize] >= n, "{} below zero", item.name());
+        self.vm[item as usize] -= n;
     }
 
     pub fn get(&self, item: Vm) -> u64 {

@@ -395,7 +395,9 @@ impl Kernel {
                         total += count.unwrap_or(range);
                     }
                     Op::XsbenchLookups { lookups } => total += lookups,
-                    Op::FileRead { len_bytes, .. } => total += len_bytes / crate::mm::PAGE_SIZE,
+                    Op::FileRead { len_bytes, .. } | Op::FileWrite { len_bytes, .. } => {
+                        total += len_bytes / crate::mm::PAGE_SIZE
+                    }
                     _ => {}
                 }
             }
@@ -487,6 +489,21 @@ impl Kernel {
             }
             return self.clock_ns;
         }
+        if self.tasks[t as usize].kind == TaskKind::Flusher {
+            let next = self.wb_workfn();
+            let cpu_free = self.clock_ns;
+            self.wb.idle_since_ns = cpu_free;
+            self.wb.timer_armed = next.is_some();
+            match next {
+                // Asleep on its timer: runnable again at the next dirty_writeback interval.
+                Some(at) => self.clock_ns = at,
+                None => {
+                    self.tasks[t as usize].state = TaskState::Blocked;
+                    self.tasks[t as usize].clock_ns = cpu_free;
+                }
+            }
+            return cpu_free;
+        }
         let program = self.tasks[t as usize].program.clone();
         while self.clock_ns < quantum_end_ns {
             let pc = self.tasks[t as usize].pc;
@@ -508,6 +525,13 @@ impl Kernel {
             };
             if self.tasks[t as usize].state == TaskState::Exited {
                 return self.clock_ns;
+            }
+            let sleep_ns = std::mem::take(&mut self.tasks[t as usize].sleep_ns);
+            if sleep_ns > 0 {
+                // The operation sleeps (io_schedule_timeout): the CPU is free meanwhile.
+                let cpu_free = self.clock_ns;
+                self.clock_ns += sleep_ns;
+                return cpu_free;
             }
             if !finished {
                 continue;
@@ -678,6 +702,23 @@ impl Kernel {
                     self.mbind_move_folios(mm, r.start, from, to, pol);
                 }
             }
+            Op::FileWrite {
+                file,
+                offset_bytes,
+                len_bytes,
+                buffer_bytes,
+                data,
+            } => {
+                let req = crate::mm::filemap::WriteRequest {
+                    file: *file,
+                    offset_bytes: *offset_bytes,
+                    len_bytes: *len_bytes,
+                    buffer_bytes: *buffer_bytes,
+                    data: *data,
+                };
+                return self.file_write_op(t, &req, quantum_end_ns);
+            }
+            Op::Fsync { file } => self.vfs_fsync(*file),
             Op::Sleep { .. } | Op::Barrier { .. } => {}
             Op::Exit => self.do_exit(t),
             Op::IterationStart => {

@@ -1,4 +1,5 @@
-//! Tasks: user processes running a program of operations, and kernel threads (kswapd).
+//! Tasks: user processes running a program of operations, and kernel threads (kswapd, the
+//! writeback flusher).
 
 use crate::scenario::Op;
 use crate::sim::rng::{Rng, Zipf};
@@ -20,6 +21,8 @@ pub enum TaskKind {
         node: u32,
         priority: u32,
     },
+    /// The writeback worker of the machine's one disk (wb_workfn, mm/page_writeback.rs).
+    Flusher,
 }
 
 /// What a task reports at the end, besides the common figures.
@@ -110,6 +113,16 @@ pub struct Task {
     /// interleaving used last (`il_prev`).
     pub mempolicy: Option<crate::mm::mempolicy::Mempolicy>,
     pub il_prev: u32,
+    /// Progress through the current FileWrite operation.
+    pub file_write: crate::mm::filemap::WriteState,
+    /// balance_dirty_pages_ratelimited's per-task state: pages dirtied since the last check,
+    /// the count that triggers the next one, and when the task last paused.
+    pub nr_dirtied: u64,
+    pub nr_dirtied_pause: u64,
+    pub dirty_paused_when_ns: u64,
+    /// A sleep the current operation asked for (a dirty-throttling pause): the task gives up
+    /// its CPU for this long before the operation goes on.
+    pub sleep_ns: u64,
 }
 
 impl Task {
@@ -158,6 +171,11 @@ impl Task {
             promo_count: 0,
             mempolicy: None,
             il_prev: crate::mm::mempolicy::MAX_NUMNODES - 1,
+            file_write: Default::default(),
+            nr_dirtied: 0,
+            nr_dirtied_pause: crate::mm::page_writeback::DIRTY_POLL_THRESH,
+            dirty_paused_when_ns: 0,
+            sleep_ns: 0,
         }
     }
 
