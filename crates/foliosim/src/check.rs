@@ -4,7 +4,8 @@
 //! - every swap slot's count equals its swap PTEs, and its cache bit matches the swap cache (or
 //!   the per-CPU slot cache);
 //! - every folio is on at most one LRU list, and a folio flagged PG_lru is on one;
-//! - no present PTE points into a free page, and mapcounts equal the PTEs that map each folio.
+//! - no present PTE points into a free page, and mapcounts equal the PTEs that map each folio;
+//! - a mapped page-cache page is in its file's page cache, at the offset its VMA maps there.
 
 use crate::mm::folio::{pg, NIL};
 use crate::mm::pagetable as pt;
@@ -87,6 +88,25 @@ pub fn check(k: &Kernel) -> Vec<String> {
                         continue;
                     }
                     mapcount[head] += 1;
+                    if !k.mem.pages[head].test(pg::SWAPBACKED) {
+                        // A page-cache page: cached by its file, and mapped by a VMA of that
+                        // file at the page's own offset.
+                        let (file, index) = (k.mem.anon_vma(head as u32), k.mem.index(head as u32));
+                        let page_index = index + (pfn - head) as u32;
+                        let cached = k
+                            .files
+                            .get(file as usize)
+                            .and_then(|f| f.cache.get(page_index as usize))
+                            == Some(&(head as u32));
+                        let at = v.file.map(|vf| (vf.file, vf.pgoff + i as u32));
+                        if !cached || at != Some((file, page_index)) {
+                            out.push(format!(
+                                "mm {mi} vpn {} maps page {page_index} of file {file}, which is \
+                                 not in its page cache or not what the VMA maps there",
+                                v.start + i as u32
+                            ));
+                        }
+                    }
                 } else if pt::is_swap(pte) {
                     let (d, o) = (pt::swap_device(pte) as usize, pt::swap_offset(pte) as usize);
                     swap_refs[d][o] = swap_refs[d][o].saturating_add(1);

@@ -1,16 +1,22 @@
-//! Page faults: anonymous faults with the mTHP order choice, swap-in, copy-on-write, fork.
+//! Page faults: anonymous faults with the mTHP order choice, swap-in, copy-on-write, file
+//! faults, fork.
 //!
 //! Models mm/memory.c (v6.9–v6.18): handle_mm_fault → do_anonymous_page / alloc_anon_folio
 //! (highest allowed order first, naturally aligned, inside the VMA, all PTEs none, fall back on
 //! allocation or memcg-charge failure), do_huge_pmd_anonymous_page for the PMD order, read faults
 //! mapping the zero page, do_swap_page (swap cache, the SWP_SYNCHRONOUS_IO bypass, and from v6.12
-//! mTHP swap-in on that path), do_wp_page
-//! and copy_page_range. Left out: file faults, userfaultfd, fault-around, the huge zero page's own
-//! folio, swap readahead, and mapping a whole large folio found in the swap cache.
+//! mTHP swap-in on that path), do_wp_page (wp_page_copy, wp_page_shared for MAP_SHARED files)
+//! and copy_page_range. File VMAs: do_fault → do_read_fault (do_fault_around over
+//! fault_around_bytes, 64 KiB, then filemap_fault and finish_fault mapping one page, or a PMD
+//! through do_set_pmd), do_cow_fault (an order-0 anonymous copy) and do_shared_fault (the
+//! filesystem's page_mkwrite dirties the folio; read faults map shared pages read-only so that
+//! the first write is seen, as with ext4 or xfs). Left out: userfaultfd, the huge zero page's
+//! own folio, swap readahead, mapping a whole large folio found in the swap cache, shmem, and
+//! fork copying the PTEs of a private file VMA that has no anonymous page yet (they are copied).
 
 use super::folio::{content, pg, FolioId};
 use super::pagetable::{self as pt};
-use super::vma::{VM_HUGEPAGE, VM_NOHUGEPAGE};
+use super::vma::{HPAGE_PMD_NR, VM_HUGEPAGE, VM_NOHUGEPAGE, VM_SHARED};
 use super::Kernel;
 use crate::scenario::knobs::{ThpDefrag, ThpEnabled, PMD_ORDER};
 use crate::scenario::profile::Kernel as Gen;
@@ -95,6 +101,8 @@ impl Kernel {
             self.do_swap_page(mm, vi, vpn, pte, write)
         } else if pt::is_present(pte) {
             self.do_wp_page(mm, vi, vpn, pte)
+        } else if self.mms[mm as usize].vmas[vi].file.is_some() {
+            self.do_fault(mm, vi, vpn, write)
         } else if pt::is_zero_page(pte) || write {
             self.do_anonymous_page(mm, vi, vpn, pt::is_zero_page(pte))
         } else {
@@ -394,7 +402,8 @@ impl Kernel {
         0
     }
 
-    /// do_wp_page: a write to a present read-only PTE (shared with a forked child, or exclusive).
+    /// do_wp_page: a write to a present read-only PTE (shared with a forked child, or exclusive,
+    /// or a page-cache page: written in place in a shared file VMA, copied in a private one).
     fn do_wp_page(&mut self, mm: u32, vi: usize, vpn: u32, pte: pt::Pte) -> Result<(), Killed> {
         let idx = (vpn - self.mms[mm as usize].vmas[vi].start) as usize;
         let old_page = pt::pfn(pte);
@@ -403,7 +412,15 @@ impl Kernel {
             // MIGRC gives up when a read-only PTE may become writable.
             self.migrc_flush_free_folios();
         }
-        if self.mem.mapcount(old) == 1 && !self.mem.test(old, pg::SWAPCACHE) {
+        let file = self.folio_is_file_lru(old);
+        if file && self.mms[mm as usize].vmas[vi].flags & VM_SHARED != 0 {
+            // wp_page_shared: page_mkwrite dirties the folio, then the PTE is reused writable.
+            self.folio_mark_dirty(old);
+            self.mms[mm as usize].vmas[vi].ptes[idx] |= pt::WRITE | pt::DIRTY;
+            self.charge_time(self.hw.pte_update_ns);
+            return Ok(());
+        }
+        if !file && self.mem.mapcount(old) == 1 && !self.mem.test(old, pg::SWAPCACHE) {
             // Only we map it: reuse in place.
             self.mms[mm as usize].vmas[vi].ptes[idx] |= pt::WRITE | pt::DIRTY;
             self.charge_time(self.hw.pte_update_ns);
@@ -427,6 +444,11 @@ impl Kernel {
         self.folio_add_lru(pfn);
         self.charge_time(self.hw.copy_page_ns + self.hw.pte_update_ns);
         self.flush_tlb_mm_range(mm, vpn, 1, false);
+        if file {
+            // wp_page_copy of a page-cache page: the mm counts an anonymous page instead.
+            self.mms[mm as usize].rss_file -= 1;
+            self.mms[mm as usize].rss_anon += 1;
+        }
         self.folio_remove_rmap_ptes(old, 1);
         Ok(())
     }
@@ -443,18 +465,29 @@ impl Kernel {
         for vi in 0..nr_vmas {
             let (start, flags, mut ptes) = {
                 let v = &mut self.mms[parent as usize].vmas[vi];
+                // Only a private mapping is copy-on-write.
+                let cow = v.flags & VM_SHARED == 0;
                 for p in v.ptes.iter_mut() {
-                    if pt::is_present(*p) {
+                    if cow && pt::is_present(*p) {
                         *p &= !pt::WRITE;
                     }
                 }
                 (v.start, v.flags, v.ptes.clone())
             };
+            let file = self.mms[parent as usize].vmas[vi].file;
+            if flags & VM_SHARED != 0 {
+                // vma_needs_copy: a shared file VMA is refilled by the child's faults.
+                ptes.fill(pt::PTE_NONE);
+            }
             for p in ptes.iter_mut() {
                 if pt::is_present(*p) {
                     let folio = self.mem.head_of(pt::pfn(*p));
                     self.mem.add_mapcount(folio, 1);
-                    self.mms[child as usize].rss_anon += 1;
+                    if self.folio_is_file_lru(folio) {
+                        self.mms[child as usize].rss_file += 1;
+                    } else {
+                        self.mms[child as usize].rss_anon += 1;
+                    }
                     copied += 1;
                 } else if pt::is_swap(*p) {
                     self.swap_duplicate(pt::swap_device(*p), pt::swap_offset(*p));
@@ -468,11 +501,188 @@ impl Kernel {
                 flags,
                 ptes,
                 poisson: None,
+                file,
             });
+            if let Some(vf) = file {
+                self.files[vf.file as usize].i_mmap.push((child, start));
+            }
         }
         self.mms[child as usize].next_vpn = self.mms[parent as usize].next_vpn;
         self.charge_time(copied * self.hw.pte_update_ns);
         self.flush_tlb_mm(parent);
         child
+    }
+}
+
+/// fault_around_bytes (debugfs; default 64 KiB): the window filemap_map_pages maps around a read
+/// fault on a file VMA.
+pub const FAULT_AROUND_BYTES: u64 = 65536;
+
+/// Faults on file VMAs.
+impl Kernel {
+    /// do_fault: a fault on a none PTE of a file VMA.
+    fn do_fault(&mut self, mm: u32, vi: usize, vpn: u32, write: bool) -> Result<(), Killed> {
+        if !write {
+            self.do_read_fault(mm, vi, vpn)
+        } else if self.mms[mm as usize].vmas[vi].flags & VM_SHARED == 0 {
+            self.do_cow_fault(mm, vi, vpn)
+        } else {
+            self.do_shared_fault(mm, vi, vpn)
+        }
+    }
+
+    /// do_read_fault: fault-around first; if that did not map the page, filemap_fault reads it
+    /// and finish_fault maps it.
+    fn do_read_fault(&mut self, mm: u32, vi: usize, vpn: u32) -> Result<(), Killed> {
+        let fault_around_pages = (FAULT_AROUND_BYTES / super::PAGE_SIZE) as u32;
+        if fault_around_pages > 1 && self.do_fault_around(mm, vi, vpn, fault_around_pages) {
+            return Ok(());
+        }
+        let folio = self.filemap_fault(mm, vi, vpn)?;
+        self.finish_fault(mm, vi, vpn, folio, false);
+        Ok(())
+    }
+
+    /// do_fault_around: filemap_map_pages over the `nr`-page aligned block of the page table
+    /// around `vpn`, clamped to the VMA. Returns whether `vpn` got mapped.
+    fn do_fault_around(&mut self, mm: u32, vi: usize, vpn: u32, nr: u32) -> bool {
+        let v = &self.mms[mm as usize].vmas[vi];
+        let pgoff = v.file.expect("a file VMA").pgoff;
+        let pte_off = vpn % HPAGE_PMD_NR;
+        let vma_off = vpn - v.start;
+        let from_pte = (pte_off & !(nr - 1)).max(pte_off - pte_off.min(vma_off));
+        let to_pte = (from_pte + nr)
+            .min(HPAGE_PMD_NR)
+            .min(pte_off + v.ptes.len() as u32 - vma_off)
+            - 1;
+        let index = pgoff + vma_off;
+        self.filemap_map_pages(
+            mm,
+            vi,
+            index + from_pte - pte_off,
+            index + to_pte - pte_off,
+            vpn,
+        )
+    }
+
+    /// do_cow_fault: a write to a private file page never mapped here: the page-cache page is
+    /// copied into a new anonymous page, which is what gets mapped.
+    fn do_cow_fault(&mut self, mm: u32, vi: usize, vpn: u32) -> Result<(), Killed> {
+        let memcg = self.mms[mm as usize].memcg;
+        let node = self.task_node();
+        let pfn = self.alloc_pages(node, 0, Gfp::USER).ok_or(Killed)?;
+        let av = self.mms[mm as usize].anon_vma;
+        self.mem.prep_folio(pfn, 0, av, memcg, vpn);
+        if self.mem_cgroup_charge(pfn, memcg, Gfp::USER).is_err() {
+            self.mem.clear_folio(pfn);
+            self.free_pages(pfn, 0);
+            return Err(Killed);
+        }
+        let folio = match self.filemap_fault(mm, vi, vpn) {
+            Ok(f) => f,
+            Err(k) => {
+                self.mem_cgroup_uncharge(pfn);
+                self.mem.clear_folio(pfn);
+                self.free_pages(pfn, 0);
+                return Err(k);
+            }
+        };
+        let v = &self.mms[mm as usize].vmas[vi];
+        let idx = vpn - v.start;
+        let index = v.file.expect("a file VMA").pgoff + idx;
+        let page = folio + (index - self.mem.index(folio));
+        self.mem.pages[pfn as usize].content = self.mem.pages[page as usize].content;
+        self.mem.set(pfn, pg::SWAPBACKED);
+        self.charge_time(self.hw.copy_page_ns);
+        // finish_fault with the copy: set_pte_range's anonymous branch.
+        let idx = idx as usize;
+        self.mms[mm as usize].vmas[vi].ptes[idx] =
+            pt::mk_present(pfn, pt::WRITE | pt::DIRTY | pt::YOUNG);
+        self.mms[mm as usize].rss_anon += 1;
+        self.mem.add_mapcount(pfn, 1);
+        self.folio_add_lru(pfn);
+        self.charge_time(self.hw.pte_update_ns);
+        Ok(())
+    }
+
+    /// do_shared_fault: a write to a shared file page not mapped yet: page_mkwrite and
+    /// fault_dirty_shared_page dirty the folio, finish_fault maps it writable.
+    fn do_shared_fault(&mut self, mm: u32, vi: usize, vpn: u32) -> Result<(), Killed> {
+        let folio = self.filemap_fault(mm, vi, vpn)?;
+        self.folio_mark_dirty(folio);
+        self.finish_fault(mm, vi, vpn, folio, true);
+        Ok(())
+    }
+
+    /// finish_fault for a page-cache folio: a PMD when do_set_pmd can map it, else the one
+    /// page at `vpn` (regular files map a single PTE here, not the whole folio).
+    fn finish_fault(&mut self, mm: u32, vi: usize, vpn: u32, folio: FolioId, write: bool) {
+        if self.do_set_pmd(mm, vi, folio, write) {
+            return;
+        }
+        let v = &self.mms[mm as usize].vmas[vi];
+        let index = v.file.expect("a file VMA").pgoff + (vpn - v.start);
+        let page = folio + (index - self.mem.index(folio));
+        self.set_pte_range(mm, vi, vpn, page, 1, write);
+    }
+
+    /// set_pte_range for a page-cache folio: `nr` PTEs from `vpn` map consecutive pages from
+    /// `page` (young, as x86's protections carry the accessed bit; writable and dirty for a
+    /// write), and folio_add_file_rmap_ptes counts them.
+    pub fn set_pte_range(&mut self, mm: u32, vi: usize, vpn: u32, page: u32, nr: u32, write: bool) {
+        let folio = self.mem.head_of(page);
+        let mut flags = pt::YOUNG;
+        if write {
+            flags |= pt::WRITE | pt::DIRTY;
+        }
+        let v = &mut self.mms[mm as usize].vmas[vi];
+        let from = (vpn - v.start) as usize;
+        for i in 0..nr as usize {
+            debug_assert_eq!(v.ptes[from + i], pt::PTE_NONE);
+            v.ptes[from + i] = pt::mk_present(page + i as u32, flags);
+        }
+        self.mms[mm as usize].rss_file += nr as u64;
+        self.mem.add_mapcount(folio, nr as i32);
+        self.charge_time(nr as u64 * self.hw.pte_update_ns);
+    }
+
+    /// do_set_pmd: maps a PMD-sized page-cache folio with one PMD when its file range lines up
+    /// with a PMD-aligned range of the VMA (thp_vma_suitable_order) that has no PTE yet, and
+    /// the VMA does not refuse THPs. Returns whether it did.
+    pub fn do_set_pmd(&mut self, mm: u32, vi: usize, folio: FolioId, write: bool) -> bool {
+        if self.mem.order(folio) as usize != PMD_ORDER {
+            return false;
+        }
+        let v = &self.mms[mm as usize].vmas[vi];
+        if v.flags & VM_NOHUGEPAGE != 0 {
+            return false;
+        }
+        let base = self.folio_vpn(folio, mm, vi);
+        let from = base - v.start as i64;
+        if base % HPAGE_PMD_NR as i64 != 0
+            || from < 0
+            || from + HPAGE_PMD_NR as i64 > v.ptes.len() as i64
+        {
+            return false;
+        }
+        let from = from as usize;
+        if v.ptes[from..from + HPAGE_PMD_NR as usize]
+            .iter()
+            .any(|&p| p != pt::PTE_NONE)
+        {
+            return false;
+        }
+        let mut flags = pt::YOUNG | pt::PMD;
+        if write {
+            flags |= pt::WRITE | pt::DIRTY;
+        }
+        let v = &mut self.mms[mm as usize].vmas[vi];
+        for i in 0..HPAGE_PMD_NR as usize {
+            v.ptes[from + i] = pt::mk_present(folio + i as u32, flags);
+        }
+        self.mms[mm as usize].rss_file += HPAGE_PMD_NR as u64;
+        self.mem.add_mapcount(folio, HPAGE_PMD_NR as i32);
+        self.charge_time(self.hw.pte_update_ns);
+        true
     }
 }

@@ -12,8 +12,8 @@
 //! (counted as free for watermarks) until some later flush has covered every pending CPU, or a
 //! write-protect fault, a failed watermark or the allocator's slow path forces the flush.
 //! Left out: sync modes and their retries (nothing here can be busy: the simulator migrates a
-//! batch atomically, so the -EAGAIN passes never happen), migration of swap-cache, mapped file
-//! and hugetlb folios (unmapped page-cache folios move with their page-cache entry), splitting
+//! batch atomically, so the -EAGAIN passes never happen), migration of swap-cache and hugetlb
+//! folios (page-cache folios, mapped or not, move with their page-cache entry), splitting
 //! large folios that cannot be migrated, and the per-CPU free lists MIGRC bypasses.
 
 use super::folio::{pg, FolioId};

@@ -7,6 +7,8 @@
 //! numa_promotion_rate_limit, pgdat_free_space_enough), mm/mprotect.c change_prot_numa
 //! (skips PROT_NONE PTEs and, in mode 2, top-tier folios; stamps the access time), and
 //! mm/memory.c do_numa_page with mm/migrate.c migrate_misplaced_folio[_prepare].
+//! task_numa_work skips read-only file VMAs (shared libraries); mapped page-cache folios are
+//! hinted and migrated like anonymous ones, except dirty ones, which stay.
 //! Left out: mode 1's placement (numa groups, cpupid last-access filter, task migration between
 //! nodes; a mode-1 fault on a remote folio simply migrates it), the per-VMA pids_active filter,
 //! access-time wrap-around, and PMD-level hint faults (a PMD-mapped THP is handled per PTE).
@@ -56,7 +58,8 @@ impl Kernel {
 
     /// Windows of scan_size in the task's RSS (task_nr_scan_windows).
     fn task_nr_scan_windows(&self, mm: u32) -> u64 {
-        let rss = self.mms[mm as usize].rss_anon;
+        let m = &self.mms[mm as usize];
+        let rss = m.rss_anon + m.rss_file;
         let scan_pages = self.spec.knobs.numa_scan_size_mb << 8;
         rss.div_ceil(scan_pages).max(1)
     }
@@ -117,6 +120,12 @@ impl Kernel {
                 break;
             };
             let (vstart, vend) = (v.start, v.end());
+            if v.file.is_some() && v.flags & super::vma::VM_WRITE == 0 {
+                // Read-only file mappings (shared libraries) are not worth hinting faults.
+                offset = vend;
+                vi += 1;
+                continue;
+            }
             let mut start = offset.max(vstart);
             while start < vend && pages > 0 && virtpages > 0 {
                 let end = (start as u64 + pages as u64)
@@ -274,10 +283,18 @@ impl Kernel {
                 return;
             }
         }
-        // Restore the PTE: accessible again, writable if the anonymous folio is exclusive.
+        // Restore the PTE: accessible again; writable if the anonymous folio is exclusive, or
+        // for a page-cache folio if the mapping is shared and the PTE dirty already
+        // (can_change_pte_writable); a private file page stays read-only for its COW.
+        let writable = if self.folio_is_file_lru(folio) {
+            let flags = self.mms[mm as usize].vmas[vi].flags;
+            flags & super::vma::VM_SHARED != 0 && pte & pt::DIRTY != 0
+        } else {
+            self.mem.mapcount(folio) == 1 || self.mem.order(folio) > 0
+        };
         let p = &mut self.mms[mm as usize].vmas[vi].ptes[idx];
         *p &= !pt::PROTNONE;
-        if self.mem.mapcount(folio) == 1 || self.mem.order(folio) > 0 {
+        if writable {
             *p |= pt::WRITE;
         }
         self.charge_time(self.hw.pte_update_ns);
@@ -294,6 +311,10 @@ impl Kernel {
             return false;
         }
         if !self.mem.test(folio, pg::LRU) || self.mem.test(folio, pg::SWAPCACHE) {
+            return false;
+        }
+        if self.folio_is_file_lru(folio) && self.mem.test(folio, pg::DIRTY) {
+            // Not every filesystem can move a dirty folio in MIGRATE_ASYNC.
             return false;
         }
         self.lruvec_del_folio(folio);

@@ -7,11 +7,14 @@
 //! anonymous branch of shrink_folio_list (early split rule, add_to_swap, split on failure with the
 //! fallback counters, try_to_unmap, pageout, __remove_mapping), and balance_pgdat for kswapd.
 //! Page-cache folios (mm/filemap.rs) live on the file lists: both kinds are scanned in
-//! proportion to their size, clean file folios are freed (or demoted first), and active file
-//! folios are deactivated keeping PG_referenced, as the kernel does for unmapped ones.
+//! proportion to their size, clean file folios are freed (or demoted first; mapped ones are
+//! unmapped first), and active file folios are deactivated keeping PG_referenced, except those
+//! referenced through a VM_EXEC mapping, which stay active; folio_check_references activates a
+//! mapped file folio referenced twice (by PG_referenced or two mappings) or through VM_EXEC.
 //! Left out: dirty file folios' writeback, swappiness-based anon/file balance, proportional scan adjustment, writeback throttling, compaction, MGLRU.
 
 use super::folio::{pg, FolioId, NIL};
+use super::vma::VM_EXEC;
 use super::Kernel;
 use crate::scenario::profile::Kernel as Gen;
 use crate::stats::{Memcg, Mthp, Vm};
@@ -313,9 +316,13 @@ impl Kernel {
         let mut deactivated = 0;
         for &folio in &list {
             // The references are looked at (and the young bits cleared) but anonymous folios are
-            // deactivated whatever they say; so are unmapped file folios, which keep
-            // PG_referenced.
-            self.folio_referenced(folio);
+            // deactivated whatever they say; so are file folios, which keep PG_referenced,
+            // except those referenced from an executable mapping: one more trip on the list.
+            let (referenced, vm_flags) = self.folio_referenced_vm_flags(folio);
+            if file && referenced > 0 && vm_flags & VM_EXEC != 0 {
+                self.list_add(lv, Lru::ActiveFile, folio, false);
+                continue;
+            }
             self.mem.clear(folio, pg::ACTIVE);
             if !file {
                 self.mem.clear(folio, pg::REFERENCED);
@@ -379,12 +386,16 @@ impl Kernel {
 
     /// folio_check_references.
     fn folio_check_references(&mut self, folio: FolioId) -> FolioRef {
-        let referenced_mappings = self.folio_referenced(folio);
+        let (referenced_mappings, vm_flags) = self.folio_referenced_vm_flags(folio);
         let referenced_folio = self.mem.test(folio, pg::REFERENCED);
         self.mem.clear(folio, pg::REFERENCED);
         if referenced_mappings > 0 {
             self.mem.set(folio, pg::REFERENCED);
             if referenced_folio || referenced_mappings > 1 {
+                return FolioRef::Activate;
+            }
+            // An executable file folio is activated after its first use.
+            if vm_flags & VM_EXEC != 0 && self.folio_is_file_lru(folio) {
                 return FolioRef::Activate;
             }
             return FolioRef::Keep;
@@ -462,8 +473,12 @@ impl Kernel {
                 continue;
             }
             if !self.mem.test(folio, pg::SWAPBACKED) {
-                // A page-cache folio: clean ones leave the page cache and are freed; dirty
-                // ones would need writeback, which is not modelled.
+                // A page-cache folio: a mapped one is unmapped first (its dirty PTE bits reach
+                // the folio); clean ones leave the page cache and are freed; dirty ones would
+                // need writeback, which is not modelled.
+                if self.mem.mapcount(folio) > 0 {
+                    self.try_to_unmap(folio);
+                }
                 if self.mem.test(folio, pg::DIRTY) || self.mem.mapcount(folio) > 0 {
                     self.putback_folio(folio, false);
                     continue;

@@ -976,6 +976,7 @@ fn parse_tasks(
                     ops,
                     &path,
                     &mut regions,
+                    &mut BTreeSet::new(),
                     &mut names,
                     files,
                     0,
@@ -1097,7 +1098,7 @@ fn parse_generator(task: &Node, generator: &str) -> Res<Program> {
 /// Keys each op accepts (besides `op`).
 fn op_keys(op: &str) -> Option<&'static [&'static str]> {
     Some(match op {
-        "mmap" => &["op", "region", "size"],
+        "mmap" => &["op", "region", "size", "file", "offset", "shared", "prot"],
         "munmap" => &["op", "region"],
         "madvise" => &["op", "region", "advice", "offset", "len"],
         "touch" => &[
@@ -1115,12 +1116,15 @@ fn op_keys(op: &str) -> Option<&'static [&'static str]> {
 const OP_NAMES: &str = "mmap, munmap, madvise, touch, sleep, barrier, fork, exit, read";
 
 /// Parses an op list. `regions` maps each mapped region to its size at this point of the
-/// program; a fork child starts from a copy of its parent's.
+/// program, `readonly` names those mapped without write permission; a fork child starts from a
+/// copy of its parent's.
+#[allow(clippy::too_many_arguments)]
 fn parse_ops(
     cx: &Cx,
     items: &[Value],
     path: &str,
     regions: &mut BTreeMap<String, u64>,
+    readonly: &mut BTreeSet<String>,
     names: &mut BTreeSet<String>,
     files: &[FileSpec],
     depth: usize,
@@ -1177,13 +1181,37 @@ fn parse_ops(
                         ),
                     ));
                 }
-                let size_bytes = node.positive_size("size")?;
-                regions.insert(region.clone(), size_bytes);
-                Op::Mmap { region, size_bytes }
+                readonly.remove(&region);
+                if node.table.contains_key("file") {
+                    let op = parse_mmap_file(&node, region.clone(), files)?;
+                    if let Op::MmapFile {
+                        size_bytes, write, ..
+                    } = op
+                    {
+                        regions.insert(region.clone(), size_bytes);
+                        if !write {
+                            readonly.insert(region);
+                        }
+                    }
+                    op
+                } else {
+                    for k in ["offset", "shared", "prot"] {
+                        if node.table.contains_key(k) {
+                            return Err(node.err(
+                                k,
+                                "expected this key only in an mmap of a file (with file = \"NAME\")",
+                            ));
+                        }
+                    }
+                    let size_bytes = node.positive_size("size")?;
+                    regions.insert(region.clone(), size_bytes);
+                    Op::Mmap { region, size_bytes }
+                }
             }
             "munmap" => {
                 let region = mapped_region(&node, regions)?.0;
                 regions.remove(&region);
+                readonly.remove(&region);
                 Op::Munmap { region }
             }
             "madvise" => {
@@ -1206,7 +1234,26 @@ fn parse_ops(
                     len_bytes,
                 }
             }
-            "touch" => parse_touch(&node, regions)?,
+            "touch" => {
+                let op = parse_touch(&node, regions)?;
+                if let Op::Touch {
+                    region,
+                    access: Access::Write,
+                    ..
+                } = &op
+                {
+                    if readonly.contains(region) {
+                        return Err(node.err(
+                            "access",
+                            format!(
+                                "expected \"read\": region {region:?} maps a file without write \
+                                 permission (its prot has no \"w\")"
+                            ),
+                        ));
+                    }
+                }
+                op
+            }
             "sleep" => {
                 let ns = node
                     .time_opt("time")?
@@ -1229,11 +1276,13 @@ fn parse_ops(
                     .array_opt("ops")?
                     .ok_or_else(|| node.missing("ops", "the child's op list"))?;
                 let mut child_regions = regions.clone();
+                let mut child_readonly = readonly.clone();
                 let child = parse_ops(
                     cx,
                     child_items,
                     &node.key("ops"),
                     &mut child_regions,
+                    &mut child_readonly,
                     names,
                     files,
                     depth + 1,
@@ -1267,6 +1316,60 @@ fn parse_ops(
         ops.push(op);
     }
     Ok(ops)
+}
+
+/// `{ op = "mmap", region, file, offset, size, shared, prot }`: a file VMA. `offset` is
+/// page-aligned inside the file; `size` defaults to the rest of the file and may reach the end
+/// of its last page; `prot` is "r", "rw" (default) or "rx"; `shared` selects MAP_SHARED.
+fn parse_mmap_file(node: &Node, region: String, files: &[FileSpec]) -> Res<Op> {
+    let (file, file_bytes) = named_file(node, files)?;
+    let name = &files[file as usize].name;
+    let file_pages_bytes = file_bytes.div_ceil(PAGE_SIZE) * PAGE_SIZE;
+    let offset_bytes = node.size_opt("offset")?.unwrap_or(0);
+    if offset_bytes % PAGE_SIZE != 0 || offset_bytes >= file_bytes {
+        return Err(node.err(
+            "offset",
+            format!(
+                "expected a multiple of 4K inside file {name:?} ({}), found {}",
+                format_size(file_bytes),
+                format_size(offset_bytes)
+            ),
+        ));
+    }
+    let size_bytes = match node.size_opt("size")? {
+        None => file_bytes - offset_bytes,
+        Some(0) => return Err(node.err("size", "expected a size greater than 0, found 0")),
+        Some(size) if offset_bytes.saturating_add(size) > file_pages_bytes => {
+            return Err(node.err(
+                "size",
+                format!(
+                    "expected offset + size within file {name:?} ({}), found {}",
+                    format_size(file_bytes),
+                    format_size(offset_bytes.saturating_add(size))
+                ),
+            ))
+        }
+        Some(size) => size,
+    };
+    let (write, exec) = node
+        .choice_opt(
+            "prot",
+            &[
+                ("r", (false, false)),
+                ("rw", (true, false)),
+                ("rx", (false, true)),
+            ],
+        )?
+        .unwrap_or((true, false));
+    Ok(Op::MmapFile {
+        region,
+        file,
+        offset_bytes,
+        size_bytes,
+        shared: node.bool_opt("shared")?.unwrap_or(false),
+        write,
+        exec,
+    })
 }
 
 /// The op's `region`, which must be mapped at this point; returns it with its size.

@@ -7,7 +7,7 @@
 
 use super::task::{Region, Report, Task, TaskKind, TaskState, TOUCH_AHEAD};
 use crate::mm::memory::Killed;
-use crate::mm::vma::{VM_HUGEPAGE, VM_NOHUGEPAGE};
+use crate::mm::vma::{VM_EXEC, VM_HUGEPAGE, VM_NOHUGEPAGE, VM_SHARED, VM_WRITE};
 use crate::mm::vmscan::DEF_PRIORITY;
 use crate::mm::Kernel;
 use crate::scenario::{Access, Advice, InputError, Op, Pattern, Program};
@@ -372,9 +372,10 @@ impl Kernel {
             let mut regions: Vec<(&str, u64)> = Vec::new();
             for op in t.program.iter() {
                 match op {
-                    Op::Mmap { region, size_bytes } => {
-                        regions.push((region, size_bytes / crate::mm::PAGE_SIZE))
-                    }
+                    Op::Mmap { region, size_bytes }
+                    | Op::MmapFile {
+                        region, size_bytes, ..
+                    } => regions.push((region, size_bytes / crate::mm::PAGE_SIZE)),
                     Op::Touch {
                         region,
                         count,
@@ -539,6 +540,32 @@ impl Kernel {
             Op::Mmap { region, size_bytes } => {
                 let nr_pages = size_bytes.div_ceil(crate::mm::PAGE_SIZE) as u32;
                 let start = self.mmap_anon(mm, nr_pages);
+                let task = &mut self.tasks[t as usize];
+                task.regions.retain(|r| &r.name != region);
+                task.regions.push(Region {
+                    name: region.clone(),
+                    start,
+                    nr_pages,
+                });
+            }
+            Op::MmapFile {
+                region,
+                file,
+                offset_bytes,
+                size_bytes,
+                shared,
+                write,
+                exec,
+            } => {
+                let nr_pages = size_bytes.div_ceil(crate::mm::PAGE_SIZE) as u32;
+                let pgoff = (offset_bytes / crate::mm::PAGE_SIZE) as u32;
+                let mut flags = 0;
+                for (on, flag) in [(*shared, VM_SHARED), (*write, VM_WRITE), (*exec, VM_EXEC)] {
+                    if on {
+                        flags |= flag;
+                    }
+                }
+                let start = self.mmap_file(mm, *file, pgoff, nr_pages, flags);
                 let task = &mut self.tasks[t as usize];
                 task.regions.retain(|r| &r.name != region);
                 task.regions.push(Region {
