@@ -619,12 +619,12 @@ impl Kernel {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::mm::vmscan::Lru;
 
     /// Node 0: DRAM with a CPU; node 1: CPU-less CXL. One user task is current on CPU 0.
-    fn boot(profile: &str, tiering: bool) -> Kernel {
+    pub(crate) fn boot(profile: &str, tiering: bool) -> Kernel {
         let toml = r#"
 name = "t"
 [[machine.node]]

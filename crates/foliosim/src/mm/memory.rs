@@ -686,3 +686,301 @@ impl Kernel {
         true
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::mm::filemap::{File, FileId};
+    use crate::mm::folio::NIL;
+    use crate::mm::vma::{VM_EXEC, VM_WRITE};
+    use crate::mm::vmscan::ScanControl;
+
+    const KB: u64 = 1024;
+
+    /// A booted machine (one DRAM node) with the user task current, and its mm.
+    fn boot() -> (Kernel, u32) {
+        let k = crate::mm::filemap::tests::boot("v6.18", false);
+        let mm = k.tasks[k.current as usize].mm.expect("user mm");
+        (k, mm)
+    }
+
+    fn new_file(k: &mut Kernel, size: u64, read_ahead_kb: u64, large: bool) -> FileId {
+        k.create_file(File::new("f".into(), size, read_ahead_kb, large))
+    }
+
+    /// Fills the file's page cache with uptodate order-0 folios nobody has accessed yet.
+    fn cache_file(k: &mut Kernel, file: FileId) {
+        for index in 0..k.files[file as usize].nr_pages {
+            k.filemap_alloc_folio(file, index, 0, Gfp::USER, None)
+                .unwrap();
+        }
+    }
+
+    fn pte(k: &Kernel, mm: u32, vpn: u32) -> pt::Pte {
+        let vi = k.mms[mm as usize].find_vma(vpn).unwrap();
+        let v = &k.mms[mm as usize].vmas[vi];
+        v.ptes[(vpn - v.start) as usize]
+    }
+
+    fn mapped(k: &Kernel, mm: u32, start: u32, nr: u32) -> Vec<u32> {
+        (0..nr)
+            .filter(|&i| pt::is_present(pte(k, mm, start + i)))
+            .collect()
+    }
+
+    fn assert_consistent(k: &Kernel) {
+        let v = crate::check::check(k);
+        assert!(v.is_empty(), "{v:?}");
+    }
+
+    #[test]
+    fn a_read_fault_maps_the_cached_fault_around_window_with_one_fault() {
+        let (mut k, mm) = boot();
+        let f = new_file(&mut k, 256 * KB, 128, false);
+        cache_file(&mut k, f);
+        let start = k.mmap_file(mm, f, 0, 64, VM_WRITE);
+        let faults = k.stat.get(Vm::Pgfault);
+        k.touch(mm, start + 5, false, 0).unwrap();
+        assert_eq!(k.stat.get(Vm::Pgfault), faults + 1);
+        // fault_around_bytes = 64K: the aligned 16 pages around the fault, nothing more.
+        assert_eq!(mapped(&k, mm, start, 64), (0..16).collect::<Vec<_>>());
+        for i in 0..16 {
+            let p = pte(&k, mm, start + i);
+            assert_eq!(pt::pfn(p), k.files[f as usize].cache[i as usize]);
+            assert_eq!(p & pt::WRITE, 0, "a private file page is mapped read-only");
+            k.touch(mm, start + i, false, 0).unwrap();
+        }
+        assert_eq!(
+            k.stat.get(Vm::Pgfault),
+            faults + 1,
+            "the window costs no more faults"
+        );
+        assert_eq!(k.stat.get(Vm::Pgmajfault), 0);
+        assert_eq!(k.mms[mm as usize].rss_file, 16);
+        assert_eq!(k.mem.mapcount(k.files[f as usize].cache[3]), 1);
+        k.touch(mm, start + 16, false, 0).unwrap();
+        assert_eq!(k.stat.get(Vm::Pgfault), faults + 2);
+        assert_eq!(mapped(&k, mm, start, 64), (0..32).collect::<Vec<_>>());
+        assert_consistent(&k);
+    }
+
+    #[test]
+    fn a_cold_read_fault_is_major_reads_around_and_maps_one_page() {
+        let (mut k, mm) = boot();
+        let f = new_file(&mut k, 256 * KB, 128, false);
+        let start = k.mmap_file(mm, f, 0, 64, VM_WRITE);
+        let t0 = k.clock_ns;
+        k.touch(mm, start + 40, false, 0).unwrap();
+        assert_eq!(k.stat.get(Vm::Pgmajfault), 1);
+        assert!(
+            k.clock_ns - t0 > k.hw.ssd_read_latency_ns,
+            "the fault waits for the read"
+        );
+        // Read-around: ra_pages (32) centred on page 40, PG_readahead at a quarter from the end.
+        let cached: Vec<u32> = (0..64)
+            .filter(|&i| k.files[f as usize].cache[i as usize] != NIL)
+            .collect();
+        assert_eq!(cached, (24..56).collect::<Vec<_>>());
+        assert_eq!(k.stat.get(Vm::Pgpgin), 32 * 4);
+        assert!(k.mem.test(k.files[f as usize].cache[48], pg::RECLAIM));
+        // Fault-around found nothing uptodate, so finish_fault mapped the one page.
+        assert_eq!(mapped(&k, mm, start, 64), vec![40]);
+        // The next fault in the window is minor and maps the rest of it.
+        k.touch(mm, start + 41, false, 0).unwrap();
+        assert_eq!(k.stat.get(Vm::Pgmajfault), 1);
+        assert_eq!(k.stat.get(Vm::Pgfault), 2);
+        assert_eq!(mapped(&k, mm, start, 64), (32..48).collect::<Vec<_>>());
+        assert_consistent(&k);
+    }
+
+    #[test]
+    fn a_private_write_copies_into_an_anonymous_page_and_leaves_the_cache_clean() {
+        let (mut k, mm) = boot();
+        let f = new_file(&mut k, 64 * KB, 128, false);
+        cache_file(&mut k, f);
+        let start = k.mmap_file(mm, f, 0, 16, VM_WRITE);
+        // A write to a page never mapped: do_cow_fault, no fault-around.
+        k.touch(mm, start + 3, true, 7).unwrap();
+        let cached = k.files[f as usize].cache[3];
+        let p = pte(&k, mm, start + 3);
+        assert_ne!(pt::pfn(p), cached);
+        assert!(k.mem.test(pt::pfn(p), pg::SWAPBACKED), "an anonymous copy");
+        assert_ne!(p & pt::WRITE, 0);
+        assert_eq!(k.mem.pages[pt::pfn(p) as usize].content, 7);
+        assert_eq!(k.mem.pages[cached as usize].content, content::DATA_DEFAULT);
+        assert!(!k.mem.test(cached, pg::DIRTY));
+        assert_eq!(k.mem.mapcount(cached), 0);
+        assert_eq!(mapped(&k, mm, start, 16), vec![3]);
+        // A page mapped by a read first: the write fault copies it (wp_page_copy).
+        k.touch(mm, start + 8, false, 0).unwrap();
+        let cached8 = k.files[f as usize].cache[8];
+        assert_eq!(pt::pfn(pte(&k, mm, start + 8)), cached8);
+        assert_eq!(k.mms[mm as usize].rss_file, 15);
+        k.touch(mm, start + 8, true, 9).unwrap();
+        let p = pte(&k, mm, start + 8);
+        assert_ne!(pt::pfn(p), cached8);
+        assert_eq!(k.mem.mapcount(cached8), 0);
+        assert!(!k.mem.test(cached8, pg::DIRTY));
+        assert_eq!(k.mem.pages[cached8 as usize].content, content::DATA_DEFAULT);
+        assert_eq!(k.mms[mm as usize].rss_file, 14);
+        assert_eq!(k.mms[mm as usize].rss_anon, 2);
+        assert_consistent(&k);
+    }
+
+    #[test]
+    fn a_shared_write_dirties_the_page_cache_folio_it_maps() {
+        let (mut k, mm) = boot();
+        let f = new_file(&mut k, 64 * KB, 128, false);
+        cache_file(&mut k, f);
+        let start = k.mmap_file(mm, f, 0, 16, VM_WRITE | VM_SHARED);
+        k.touch(mm, start + 2, true, 7).unwrap();
+        let cached = k.files[f as usize].cache[2];
+        let p = pte(&k, mm, start + 2);
+        assert_eq!(pt::pfn(p), cached);
+        assert_ne!(p & pt::WRITE, 0);
+        assert!(k.mem.test(cached, pg::DIRTY));
+        assert_eq!(
+            k.mem.pages[cached as usize].content, 7,
+            "the file's page changed"
+        );
+        // A read maps shared pages read-only and clean; the first write takes a wp fault.
+        k.touch(mm, start + 9, false, 0).unwrap();
+        let cached9 = k.files[f as usize].cache[9];
+        assert_eq!(pte(&k, mm, start + 9) & pt::WRITE, 0);
+        assert!(!k.mem.test(cached9, pg::DIRTY));
+        let faults = k.stat.get(Vm::Pgfault);
+        k.touch(mm, start + 9, true, 5).unwrap();
+        assert_eq!(k.stat.get(Vm::Pgfault), faults + 1);
+        assert!(k.mem.test(cached9, pg::DIRTY));
+        assert_eq!(pt::pfn(pte(&k, mm, start + 9)), cached9);
+        assert_eq!(k.mms[mm as usize].rss_anon, 0);
+        assert_consistent(&k);
+    }
+
+    /// Runs one folio through shrink_folio_list as reclaim would after isolating it.
+    fn shrink_one(k: &mut Kernel, folio: FolioId) -> u64 {
+        k.lruvec_del_folio(folio);
+        let mut sc = ScanControl::new(32, false);
+        k.shrink_folio_list(&mut vec![folio], &mut sc)
+    }
+
+    #[test]
+    fn reclaim_unmaps_a_clean_mapped_file_folio_and_the_next_touch_reads_it_again() {
+        let (mut k, mm) = boot();
+        let f = new_file(&mut k, 64 * KB, 128, false);
+        cache_file(&mut k, f);
+        let start = k.mmap_file(mm, f, 0, 16, VM_WRITE);
+        k.touch(mm, start, false, 0).unwrap();
+        let folio = k.files[f as usize].cache[0];
+        // Referenced by one young PTE: kept (not activated), the young bit cleared.
+        assert_eq!(shrink_one(&mut k, folio), 0);
+        assert!(k.mem.test(folio, pg::LRU) && !k.mem.test(folio, pg::ACTIVE));
+        assert_eq!(pte(&k, mm, start) & pt::YOUNG, 0);
+        // Not referenced since: unmapped, out of the page cache, freed.
+        assert_eq!(shrink_one(&mut k, folio), 1);
+        assert_eq!(k.files[f as usize].cache[0], NIL);
+        assert_eq!(pte(&k, mm, start), pt::PTE_NONE);
+        assert_eq!(k.mms[mm as usize].rss_file, 15);
+        assert_consistent(&k);
+        let (majfault, pgpgin) = (k.stat.get(Vm::Pgmajfault), k.stat.get(Vm::Pgpgin));
+        k.touch(mm, start, false, 0).unwrap();
+        assert_eq!(k.stat.get(Vm::Pgmajfault), majfault + 1);
+        assert!(k.stat.get(Vm::Pgpgin) > pgpgin);
+        assert!(pt::is_present(pte(&k, mm, start)));
+        assert_consistent(&k);
+    }
+
+    #[test]
+    fn a_mapped_file_folio_is_activated_when_executable_or_referenced_twice() {
+        let (mut k, mm) = boot();
+        let f = new_file(&mut k, 64 * KB, 128, false);
+        cache_file(&mut k, f);
+        // VM_EXEC: activated on its first referenced check.
+        let text = k.mmap_file(mm, f, 0, 16, VM_EXEC);
+        k.touch(mm, text, false, 0).unwrap();
+        let folio = k.files[f as usize].cache[0];
+        shrink_one(&mut k, folio);
+        assert!(k.mem.test(folio, pg::ACTIVE));
+        // Two mappings referencing it: activated too.
+        let a = k.mmap_file(mm, f, 0, 16, VM_WRITE);
+        let b = k.mmap_file(mm, f, 0, 16, VM_WRITE);
+        k.touch(mm, a + 1, false, 0).unwrap();
+        k.touch(mm, b + 1, false, 0).unwrap();
+        let folio = k.files[f as usize].cache[1];
+        assert_eq!(k.mem.mapcount(folio), 3);
+        k.lruvec_del_folio(folio);
+        k.mem.clear(folio, pg::ACTIVE);
+        k.folio_add_lru(folio);
+        // text's young bit was cleared by the first shrink only for page 0: clear page 1's.
+        k.folio_referenced(folio);
+        k.touch(mm, a + 1, false, 0).unwrap();
+        k.touch(mm, b + 1, false, 0).unwrap();
+        for vpn in [a + 1, b + 1] {
+            assert_ne!(pte(&k, mm, vpn) & pt::YOUNG, 0);
+        }
+        assert_eq!(pte(&k, mm, text + 1) & pt::YOUNG, 0);
+        assert!(!k.mem.test(folio, pg::REFERENCED));
+        shrink_one(&mut k, folio);
+        assert!(k.mem.test(folio, pg::ACTIVE));
+        assert_consistent(&k);
+    }
+
+    #[test]
+    fn munmap_and_exit_unmap_file_pages_and_leave_them_cached() {
+        let (mut k, mm) = boot();
+        let f = new_file(&mut k, 64 * KB, 128, false);
+        cache_file(&mut k, f);
+        let start = k.mmap_file(mm, f, 0, 16, VM_WRITE | VM_SHARED);
+        k.touch(mm, start + 4, false, 0).unwrap();
+        k.touch(mm, start + 5, true, 3).unwrap();
+        let folio = k.files[f as usize].cache[4];
+        assert!(!k.mem.test(folio, pg::REFERENCED));
+        let nrpages = k.files[f as usize].nrpages;
+        k.munmap(mm, start);
+        assert_eq!(k.files[f as usize].nrpages, nrpages);
+        assert_eq!(k.files[f as usize].cache[4], folio);
+        assert_eq!(k.mem.mapcount(folio), 0);
+        assert!(k.mem.test(folio, pg::LRU));
+        // The young PTE is a reference the folio keeps (zap_present_folio_ptes).
+        assert!(k.mem.test(folio, pg::REFERENCED));
+        assert!(k.mem.test(k.files[f as usize].cache[5], pg::DIRTY));
+        assert_eq!(k.mms[mm as usize].rss_file, 0);
+        assert!(k.files[f as usize].i_mmap.is_empty());
+        let start = k.mmap_file(mm, f, 0, 16, VM_WRITE);
+        k.touch(mm, start, false, 0).unwrap();
+        k.exit_mmap(mm);
+        assert_eq!(k.files[f as usize].nrpages, nrpages);
+        assert!(k.files[f as usize].i_mmap.is_empty());
+        assert_consistent(&k);
+    }
+
+    #[test]
+    fn an_aligned_pmd_sized_folio_is_mapped_by_one_pmd_and_a_misaligned_one_by_ptes() {
+        let (mut k, mm) = boot();
+        let f = new_file(&mut k, 4 << 20, 128, true);
+        let folio = k.filemap_alloc_folio(f, 0, 9, Gfp::USER, None).unwrap();
+        let start = k.mmap_file(mm, f, 0, 1024, VM_WRITE);
+        assert_eq!(start % HPAGE_PMD_NR, 0);
+        k.touch(mm, start + 7, false, 0).unwrap();
+        assert_eq!(k.stat.get(Vm::Pgfault), 1);
+        assert!((0..512).all(|i| pte(&k, mm, start + i) & pt::PMD != 0));
+        assert_eq!(k.mem.mapcount(folio), 512);
+        assert_eq!(k.mms[mm as usize].rss_file, 512);
+        // From page 1 of the file, the folio's pages cannot line up with a PMD: PTEs.
+        let other = k.mmap_file(mm, f, 1, 1023, VM_WRITE);
+        assert_eq!(other % HPAGE_PMD_NR, 1);
+        k.touch(mm, other + 20, false, 0).unwrap();
+        assert_eq!(k.mem.mapcount(folio), 512 + 16);
+        assert_eq!(pte(&k, mm, other + 20) & pt::PMD, 0);
+        assert_eq!(pt::pfn(pte(&k, mm, other + 20)), folio + 21);
+        assert_consistent(&k);
+        // Reclaim unmaps both mappings at once.
+        k.touch(mm, start, false, 0).unwrap();
+        for _ in 0..2 {
+            shrink_one(&mut k, folio);
+        }
+        assert_eq!(k.files[f as usize].cache[0], NIL);
+        assert_eq!(k.mms[mm as usize].rss_file, 0);
+        assert_consistent(&k);
+    }
+}

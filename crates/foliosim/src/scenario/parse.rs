@@ -2063,6 +2063,111 @@ ops = [
     }
 
     #[test]
+    fn mmap_of_a_file_is_parsed_and_checked() {
+        let file = "[[file]]\nname = \"data\"\nsize = \"10001\"\n";
+        let prog = |ops: &str| format!("{file}[[task]]\nname = \"m\"\nops = [{ops}]");
+        let s = parse(&format!(
+            "{MINIMAL}\n{}",
+            prog(
+                "{ op = \"mmap\", region = \"a\", file = \"data\" },
+                 { op = \"mmap\", region = \"b\", file = \"data\", offset = \"4K\", size = 8192, shared = true, prot = \"rx\" },
+                 { op = \"touch\", region = \"a\", access = \"write\" }"
+            )
+        ))
+        .unwrap();
+        let Program::Ops(ops) = &s.tasks[1].program else {
+            panic!("expected ops");
+        };
+        assert_eq!(
+            ops[0],
+            Op::MmapFile {
+                region: "a".into(),
+                file: 0,
+                offset_bytes: 0,
+                size_bytes: 10001,
+                shared: false,
+                write: true,
+                exec: false
+            }
+        );
+        assert_eq!(
+            ops[1],
+            Op::MmapFile {
+                region: "b".into(),
+                file: 0,
+                offset_bytes: 4096,
+                size_bytes: 8192,
+                shared: true,
+                write: false,
+                exec: true
+            }
+        );
+        let mmap = |keys: &str| prog(&format!("{{ op = \"mmap\", region = \"a\", {keys} }}"));
+        expect_err(
+            &mmap("file = \"nope\""),
+            "task[1].ops[0].file",
+            "defined by [[file]] (data)",
+        );
+        expect_err(
+            &mmap("file = \"data\", offset = 100"),
+            "task[1].ops[0].offset",
+            "multiple of 4K",
+        );
+        expect_err(
+            &mmap("file = \"data\", offset = \"12K\""),
+            "task[1].ops[0].offset",
+            "inside file",
+        );
+        // The mapping may reach the end of the file's last page, not past it.
+        assert!(parse(&format!(
+            "{MINIMAL}\n{}",
+            mmap("file = \"data\", size = \"12K\"")
+        ))
+        .is_ok());
+        expect_err(
+            &mmap("file = \"data\", size = \"13K\""),
+            "task[1].ops[0].size",
+            "within file",
+        );
+        expect_err(
+            &mmap("file = \"data\", size = 0"),
+            "task[1].ops[0].size",
+            "greater than 0",
+        );
+        expect_err(
+            &mmap("file = \"data\", prot = \"w\""),
+            "task[1].ops[0].prot",
+            "one of r, rw, rx",
+        );
+        expect_err(
+            &mmap("file = \"data\", shared = 1"),
+            "task[1].ops[0].shared",
+            "true or false",
+        );
+        expect_err(
+            &mmap("size = \"4K\", shared = true"),
+            "task[1].ops[0].shared",
+            "only in an mmap of a file",
+        );
+        // A mapping without write permission cannot be written, in a fork child either.
+        let ro = "{ op = \"mmap\", region = \"a\", file = \"data\", prot = \"r\" }";
+        expect_err(
+            &prog(&format!(
+                "{ro}, {{ op = \"touch\", region = \"a\", access = \"write\" }}"
+            )),
+            "task[1].ops[1].access",
+            "without write permission",
+        );
+        expect_err(
+            &prog(&format!(
+                "{ro}, {{ op = \"fork\", name = \"c\", ops = [{{ op = \"touch\", region = \"a\", access = \"write\" }}] }}"
+            )),
+            "task[1].ops[1].ops[0].access",
+            "without write permission",
+        );
+    }
+
+    #[test]
     fn errors_name_the_key() {
         expect_err("bogus = 1", "bogus", "unknown key");
         expect_err(
