@@ -413,6 +413,12 @@ impl Kernel {
             self.migrc_flush_free_folios();
         }
         let file = self.folio_is_file_lru(old);
+        if file && pte & pt::PMD != 0 {
+            // wp_huge_pmd in a file VMA: COW and write-notify work on PTEs, so the PMD goes
+            // and the fault starts again from a none PTE.
+            self.split_huge_pmd_file(mm, vi, old);
+            return self.do_fault(mm, vi, vpn, true);
+        }
         if file && self.mms[mm as usize].vmas[vi].flags & VM_SHARED != 0 {
             // wp_page_shared: page_mkwrite dirties the folio, then the PTE is reused writable.
             self.folio_mark_dirty(old);
@@ -966,6 +972,31 @@ mod tests {
         assert!((0..512).all(|i| pte(&k, mm, start + i) & pt::PMD != 0));
         assert_eq!(k.mem.mapcount(folio), 512);
         assert_eq!(k.mms[mm as usize].rss_file, 512);
+        // A private write: the PMD goes (file PMDs are not split into PTEs) and one page is
+        // copied; the next read maps the page cache again by PTEs, around the copy.
+        let base = k.mmap_file(mm, f, 0, 1024, VM_WRITE);
+        k.touch(mm, base + 3, false, 0).unwrap();
+        assert_eq!(k.mem.mapcount(folio), 1024);
+        k.touch(mm, base + 3, true, 7).unwrap();
+        assert_eq!(k.mem.mapcount(folio), 512);
+        assert_eq!(mapped(&k, mm, base, 512), vec![3]);
+        assert!(k.mem.test(pt::pfn(pte(&k, mm, base + 3)), pg::SWAPBACKED));
+        assert!(!k.mem.test(folio, pg::DIRTY));
+        k.touch(mm, base + 4, false, 0).unwrap();
+        assert_eq!(mapped(&k, mm, base, 512), (0..16).collect::<Vec<_>>());
+        assert_eq!(pte(&k, mm, base + 4) & pt::PMD, 0);
+        k.munmap(mm, base);
+        // A shared write maps the PMD again, writable, and dirties the whole folio.
+        let shared = k.mmap_file(mm, f, 0, 1024, VM_WRITE | VM_SHARED);
+        k.touch(mm, shared, false, 0).unwrap();
+        k.touch(mm, shared + 100, true, 7).unwrap();
+        assert!(k.mem.test(folio, pg::DIRTY));
+        assert!((0..512)
+            .all(|i| pte(&k, mm, shared + i) & (pt::PMD | pt::WRITE) == pt::PMD | pt::WRITE));
+        assert_eq!(k.mem.mapcount(folio), 1024);
+        k.munmap(mm, shared);
+        k.mem.clear(folio, pg::DIRTY);
+        assert_consistent(&k);
         // From page 1 of the file, the folio's pages cannot line up with a PMD: PTEs.
         let other = k.mmap_file(mm, f, 1, 1023, VM_WRITE);
         assert_eq!(other % HPAGE_PMD_NR, 1);

@@ -155,6 +155,7 @@ impl Kernel {
         let tiering_only = self.spec.knobs.numa_balancing == NUMA_BALANCING_MEMORY_TIERING;
         let now_ms = self.now_ms() as u32;
         let start = self.mms[mm as usize].vmas[vi].start;
+        let cow = self.mms[mm as usize].vmas[vi].flags & super::vma::VM_SHARED == 0;
         let (mut changed, mut huge) = (0u64, 0u64);
         for vpn in from..to {
             let idx = (vpn - start) as usize;
@@ -168,7 +169,7 @@ impl Kernel {
             if tiering_only && toptier {
                 continue;
             }
-            if self.mem.mapcount(folio) > 1 && self.mem.order(folio) == 0 {
+            if cow && self.mem.mapcount(folio) > 1 && self.mem.order(folio) == 0 {
                 // folio_likely_mapped_shared on a COW mapping.
                 continue;
             }
@@ -446,6 +447,52 @@ ops = [{ op = "mmap", region = "a", size = "4M" }]
         assert_eq!(k.stat.get(Vm::NrTlbRemoteFlush), 0);
         demote(&mut k, mm, vpn + 2);
         assert_eq!(k.change_prot_numa(mm, vi, vpn, vpn + 4), 1);
+    }
+
+    #[test]
+    fn the_scan_skips_read_only_file_vmas_and_a_hint_fault_promotes_a_mapped_file_folio() {
+        use crate::mm::vma::{VM_SHARED, VM_WRITE};
+        let (mut k, t, mm) = boot("v6.18");
+        let f = k.create_file(crate::mm::filemap::File::new(
+            "f".into(),
+            64 << 10,
+            0,
+            false,
+        ));
+        for index in 0..16 {
+            let gfp = crate::mm::memory::Gfp::USER;
+            k.filemap_alloc_folio(f, index, 0, gfp, Some(1)).unwrap();
+        }
+        let ro = k.mmap_file(mm, f, 0, 16, 0);
+        let rw = k.mmap_file(mm, f, 0, 16, VM_WRITE | VM_SHARED);
+        k.touch(mm, ro, false, 0).unwrap();
+        k.touch(mm, rw, false, 0).unwrap();
+        k.task_numa_work(t, mm);
+        for i in 0..16 {
+            assert_eq!(
+                pte(&k, mm, ro + i) & pt::PROTNONE,
+                0,
+                "read-only file VMA skipped"
+            );
+            assert_ne!(pte(&k, mm, rw + i) & pt::PROTNONE, 0);
+        }
+        assert_eq!(k.stat.get(Vm::NumaPteUpdates), 16);
+        // The hint fault moves the folio to DRAM: both mappings and the page cache follow.
+        let old = k.files[f as usize].cache[3];
+        k.touch(mm, rw + 3, false, 0).unwrap();
+        assert_eq!(k.stat.get(Vm::PgpromoteSuccess), 1);
+        let new = k.files[f as usize].cache[3];
+        assert_ne!(new, old);
+        assert_eq!(k.pfn_node(new), 0);
+        assert_eq!(pt::pfn(pte(&k, mm, rw + 3)), new);
+        assert_eq!(pt::pfn(pte(&k, mm, ro + 3)), new);
+        // A clean shared page comes back read-only, so that its first write is still seen.
+        assert_eq!(pte(&k, mm, rw + 3) & pt::WRITE, 0);
+        assert!(
+            crate::check::check(&k).is_empty(),
+            "{:?}",
+            crate::check::check(&k)
+        );
     }
 
     #[test]

@@ -222,6 +222,11 @@ impl Kernel {
                 let folio = self.mem.head_of(pt::pfn(pte));
                 let nr = self.folio_pte_batch(mm, vi, i, to, folio);
                 if pte & pt::PMD != 0 && nr < self.mem.nr_pages(folio) {
+                    if self.folio_is_file_lru(folio) {
+                        // The whole PMD goes; look at the same PTE again, now none.
+                        self.split_huge_pmd_file(mm, vi, folio);
+                        continue;
+                    }
                     self.split_huge_pmd(mm, vi, folio);
                 }
                 let ptes = &mut self.mms[mm as usize].vmas[vi].ptes;
@@ -277,6 +282,31 @@ impl Kernel {
             *p &= !pt::PMD;
         }
         self.stat.count(crate::stats::Vm::ThpSplitPmd, 1);
+    }
+
+    /// __split_huge_pmd in a file VMA: the PMD mapping of a page-cache folio is removed rather
+    /// than turned into PTEs (its dirty and young bits go to the folio); faults map it again.
+    pub fn split_huge_pmd_file(&mut self, mm: u32, vi: usize, folio: FolioId) {
+        let (first, nr) = self.folio_ptes(folio, mm, vi);
+        let v = &mut self.mms[mm as usize].vmas[vi];
+        let (mut dirty, mut young) = (false, false);
+        for p in &mut v.ptes[first..first + nr] {
+            dirty |= *p & pt::DIRTY != 0;
+            young |= *p & pt::YOUNG != 0;
+            *p = pt::PTE_NONE;
+        }
+        let start = v.start;
+        if dirty {
+            self.folio_mark_dirty(folio);
+        }
+        if young {
+            self.mem.set(folio, pg::REFERENCED);
+        }
+        self.mms[mm as usize].rss_file -= nr as u64;
+        self.folio_remove_rmap_ptes(folio, nr as u32);
+        self.stat.count(crate::stats::Vm::ThpSplitPmd, 1);
+        self.charge_time(self.hw.pte_update_ns);
+        self.flush_tlb_mm_range(mm, start + first as u32, nr as u64, false);
     }
 
     /// How many consecutive PTEs from `i` (below `to`) map consecutive pages of `folio`.
