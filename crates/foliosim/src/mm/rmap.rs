@@ -18,7 +18,11 @@ impl Kernel {
     /// Calls `f(mm, vma index)` for each VMA that may map the folio's range.
     pub(super) fn for_each_mapping(&self, folio: FolioId, mut f: impl FnMut(u32, usize)) {
         if !self.mem.test(folio, pg::SWAPBACKED) {
-            // rmap_walk_file: the VMAs of i_mmap whose file range overlaps the folio.
+            // rmap_walk_file: the VMAs of i_mmap whose file range overlaps the folio; callers
+            // do not walk an unmapped folio.
+            if self.mem.mapcount(folio) == 0 {
+                return;
+            }
             let file = &self.files[self.mem.anon_vma(folio) as usize];
             let (index, nr) = (self.mem.index(folio), self.mem.nr_pages(folio));
             for &(mm, start) in &file.i_mmap {
