@@ -19,15 +19,17 @@
 //! the data sits on). The file's device is the profile's SSD: latency plus size over bandwidth
 //! per readahead I/O, queued FIFO; a folio is usable when its I/O completed.
 //!
-//! The mmap side (v6.10–v6.18): filemap_fault (a page-cache miss counts pgmajfault and starts
-//! do_sync_mmap_readahead: read-around of ra_pages centred on the fault, or two PMD folios in a
-//! VM_HUGEPAGE VMA, stopped by mmap_miss past MMAP_LOTSAMISS; a hit on a PG_readahead folio
-//! starts do_async_mmap_readahead; then a wait for the folio's I/O), filemap_map_pages for
-//! fault-around (uptodate folios not under readahead, PTE ranges of large folios, a PMD for an
-//! aligned PMD-sized folio, mmap_miss lowered by the pages seen), and folio_mark_dirty.
+//! The mmap side (v6.10–v6.18): filemap_fault (a page-cache miss counts pgmajfault, as the
+//! kernel does, and not a wait for a read already in flight; it starts do_sync_mmap_readahead:
+//! two PMD folios in a VM_HUGEPAGE VMA, else read-around of ra_pages centred on the fault until
+//! mmap_miss passes MMAP_LOTSAMISS; a hit on a PG_readahead folio starts
+//! do_async_mmap_readahead; then a wait for the folio's I/O), filemap_map_pages for fault-around
+//! (uptodate folios not under readahead, PTE runs of large folios, a PMD for an aligned
+//! PMD-sized folio, mmap_miss lowered by the pages seen), and folio_mark_dirty.
 //!
 //! Left out: write() and dirty writeback (dirty folios are only marked here), truncation,
-//! VM_RAND_READ / VM_SEQ_READ advice, the v6.16 VM_EXEC read-around (exec_folio_order), shadow entries and workingset refault detection, the per-CPU
+//! VM_RAND_READ / VM_SEQ_READ advice, the v6.16 VM_EXEC read-around (exec_folio_order), shadow
+//! entries and workingset refault detection (so mmap_miss counts every page seen), the per-CPU
 //! lru_add batches, PG_idle, and MGLRU: the RFC v3 hook is in the classic-LRU branch only (v4
 //! added one to lru_gen_inc_refs, not modelled). File folios are told from anonymous ones by
 //! PG_swapbacked; their `mapping` holds the file id where an anonymous folio holds its anon_vma.

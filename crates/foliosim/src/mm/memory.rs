@@ -800,6 +800,27 @@ mod tests {
     }
 
     #[test]
+    fn read_around_stops_after_a_hundred_misses_and_hits_seen_by_fault_around_count_back() {
+        let (mut k, mm) = boot();
+        let f = new_file(&mut k, 64 << 20, 128, false);
+        let start = k.mmap_file(mm, f, 0, 16384, VM_WRITE);
+        // Faults 128 pages apart: each misses, and each window (32 pages) stays apart.
+        for i in 0..128 {
+            k.touch(mm, start + i * 128, false, 0).unwrap();
+        }
+        assert_eq!(k.stat.get(Vm::Pgmajfault), 128);
+        // mmap_miss passes MMAP_LOTSAMISS (100) at the 101st miss: one page each from then on.
+        assert_eq!(k.stat.get(Vm::Pgpgin), (100 * 32 + 28) * 4);
+        let ra = |k: &Kernel| k.mms[mm as usize].vmas[0].file.unwrap().ra.mmap_miss;
+        assert_eq!(ra(&k), 128);
+        // A fault that fault-around satisfies: the 16 cached pages it saw lower mmap_miss.
+        k.touch(mm, start + 1, false, 0).unwrap();
+        assert_eq!(k.stat.get(Vm::Pgmajfault), 128);
+        assert_eq!(ra(&k), 112);
+        assert_consistent(&k);
+    }
+
+    #[test]
     fn a_private_write_copies_into_an_anonymous_page_and_leaves_the_cache_clean() {
         let (mut k, mm) = boot();
         let f = new_file(&mut k, 64 * KB, 128, false);

@@ -268,7 +268,16 @@ impl Kernel {
                 self.tlb_exit_mm(mm);
             }
         }
+        self.promotion_work_pending(t);
         self.barrier_participant_left();
+    }
+
+    /// The task work on the way out of a call (or in exit_task_work): unmapping a young
+    /// page-cache page marks it accessed, which with `+pagecache_promotion` may have queued it.
+    fn promotion_work_pending(&mut self, t: u32) {
+        if !self.tasks[t as usize].promo_list.is_empty() {
+            self.task_numa_promotion_work(t);
+        }
     }
 
     fn blocked_at_barrier(task: &Task, name: &str) -> bool {
@@ -578,6 +587,7 @@ impl Kernel {
                 let r = self.region_of(t, region)?;
                 self.munmap(mm, r.start);
                 self.tasks[t as usize].regions.retain(|x| &x.name != region);
+                self.promotion_work_pending(t);
             }
             Op::Madvise {
                 region,
