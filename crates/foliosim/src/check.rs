@@ -8,6 +8,7 @@
 //! - mbind's policy ranges lie inside their VMA, sorted, disjoint and merged.
 //! - nr_dirty and nr_writeback (and each file's dirty count) equal the dirty and writeback
 //!   pages of the page cache, and every write in flight is of a cached folio under writeback.
+//! - a mapped page-cache page is in its file's page cache, at the offset its VMA maps there.
 
 use crate::mm::folio::{pg, NIL};
 use crate::mm::pagetable as pt;
@@ -107,6 +108,25 @@ pub fn check(k: &Kernel) -> Vec<String> {
                         continue;
                     }
                     mapcount[head] += 1;
+                    if !k.mem.pages[head].test(pg::SWAPBACKED) {
+                        // A page-cache page: cached by its file, and mapped by a VMA of that
+                        // file at the page's own offset.
+                        let (file, index) = (k.mem.anon_vma(head as u32), k.mem.index(head as u32));
+                        let page_index = index + (pfn - head) as u32;
+                        let cached = k
+                            .files
+                            .get(file as usize)
+                            .and_then(|f| f.cache.get(page_index as usize))
+                            == Some(&(head as u32));
+                        let at = v.file.map(|vf| (vf.file, vf.pgoff + i as u32));
+                        if !cached || at != Some((file, page_index)) {
+                            out.push(format!(
+                                "mm {mi} vpn {} maps page {page_index} of file {file}, which is \
+                                 not in its page cache or not what the VMA maps there",
+                                v.start + i as u32
+                            ));
+                        }
+                    }
                 } else if pt::is_swap(pte) {
                     let (d, o) = (pt::swap_device(pte) as usize, pt::swap_offset(pte) as usize);
                     swap_refs[d][o] = swap_refs[d][o].saturating_add(1);

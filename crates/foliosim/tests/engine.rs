@@ -993,3 +993,55 @@ fn writing_a_file_larger_than_memory_reclaims_written_folios_and_fsync_leaves_it
         assert_eq!(v["pgpgin"], 0);
     }
 }
+
+#[test]
+fn a_file_mapping_larger_than_memory_is_reclaimed_and_refaulted_under_the_checker() {
+    let toml = r#"
+name = "t"
+[[machine.node]]
+memory = "128M"
+cpus = 2
+[[file]]
+name = "data"
+size = "192M"
+read_ahead_kb = 128
+large_folios = false
+[[task]]
+name = "m"
+ops = [
+  { op = "mmap", region = "a", file = "data" },
+  { op = "touch", region = "a", access = "read" },
+  { op = "touch", region = "a", access = "read" },
+  { op = "mmap", region = "s", file = "data", size = "8M", shared = true },
+  { op = "touch", region = "s", access = "write", pattern = "random", count = 512 },
+  { op = "mmap", region = "p", file = "data", offset = "8M", size = "8M" },
+  { op = "touch", region = "p", access = "write", len = "1M" },
+  { op = "fork", name = "c", ops = [
+      { op = "touch", region = "a", access = "read", len = "4M" },
+      { op = "touch", region = "s", access = "read" },
+  ] },
+  { op = "munmap", region = "a" },
+  { op = "sleep", time = "10ms" },
+]
+"#;
+    let r = run(toml, "v6.18", &[]);
+    let file_pages = 192 * 256;
+    let v = &r.vmstat;
+    // Each read pass over the mapping faults about once per 16 pages (fault-around), and the
+    // page cache cannot hold the file: the second pass reads from the disk again.
+    assert!(
+        v["pgfault"] < 2 * file_pages / 8,
+        "pgfault {}",
+        v["pgfault"]
+    );
+    assert!(
+        v["pgfault"] > 2 * file_pages / 32,
+        "pgfault {}",
+        v["pgfault"]
+    );
+    assert!(v["pgmajfault"] > 0);
+    assert!(v["pgpgin"] > file_pages * 4, "pgpgin {}", v["pgpgin"]);
+    assert!(v["pgsteal_file"] > file_pages / 2);
+    // Nothing anonymous but the 256 private copies and the child's: no swap needed.
+    assert_eq!(v["pgsteal_anon"], 0);
+}

@@ -24,9 +24,18 @@
 //! per readahead I/O, queued FIFO; a folio is usable when its I/O completed. Writeback shares
 //! that queue (`blk_submit`). A write() copies like a read, reversed.
 //!
+//! The mmap side (v6.10–v6.18): filemap_fault (a page-cache miss counts pgmajfault, as the
+//! kernel does, and not a wait for a read already in flight; it starts do_sync_mmap_readahead:
+//! two PMD folios in a VM_HUGEPAGE VMA, else read-around of ra_pages centred on the fault until
+//! mmap_miss passes MMAP_LOTSAMISS; a hit on a PG_readahead folio starts
+//! do_async_mmap_readahead; then a wait for the folio's I/O), filemap_map_pages for fault-around
+//! (uptodate folios not under readahead, PTE runs of large folios, a PMD for an aligned
+//! PMD-sized folio, mmap_miss lowered by the pages seen).
+//!
 //! Left out: file growth (writes stop at the file's size), per-block uptodate state (a folio is
-//! read and written whole), mmap of files and file rmap (file folios are never mapped here),
-//! truncation, shadow entries and workingset refault detection, the per-CPU
+//! read and written whole), truncation, VM_RAND_READ / VM_SEQ_READ advice, the v6.16 VM_EXEC
+//! read-around (exec_folio_order), shadow entries and workingset refault detection (so
+//! mmap_miss counts every page seen), the per-CPU
 //! lru_add batches, PG_idle, and MGLRU: the RFC v3 hook is in the classic-LRU branch only (v4
 //! added one to lru_gen_inc_refs, not modelled). File folios are told from anonymous ones by
 //! PG_swapbacked; their `mapping` holds the file id where an anonymous folio holds its anon_vma.
@@ -66,6 +75,8 @@ pub struct File {
     pub writeback_index: u32,
     /// Write requests in flight, in completion order: (completion time, folio).
     pub wb_inflight: std::collections::VecDeque<(u64, FolioId)>,
+    /// The VMAs mapping the file (`i_mmap`): (mm, first vpn of the VMA), in mmap order.
+    pub i_mmap: Vec<(u32, u32)>,
 }
 
 impl File {
@@ -85,6 +96,7 @@ impl File {
             dirtied_when_ns: None,
             writeback_index: 0,
             wb_inflight: Default::default(),
+            i_mmap: Vec::new(),
         }
     }
 }
@@ -233,7 +245,7 @@ impl Kernel {
     }
 
     /// folio_wait_locked on a folio whose read is in flight: the task waits for the device.
-    fn filemap_wait_uptodate(&mut self, file: FileId, index: u32) {
+    pub(super) fn filemap_wait_uptodate(&mut self, file: FileId, index: u32) {
         let now = self.clock_ns;
         let f = &mut self.files[file as usize];
         if f.io_pending.is_empty() {
@@ -533,6 +545,175 @@ impl Kernel {
             }
         }
         Some(folio)
+    }
+}
+
+/// MMAP_LOTSAMISS: past this many faults that missed the page cache (net of hits), mmap
+/// read-around stops.
+const MMAP_LOTSAMISS: u32 = 100;
+
+/// The mmap side: page faults on file VMAs.
+impl Kernel {
+    /// filemap_fault: the page-cache folio holding the file page that `vpn` maps in VMA `vi`,
+    /// read from the file first if it is not cached. Waits for its I/O.
+    pub fn filemap_fault(&mut self, mm: u32, vi: usize, vpn: u32) -> Result<FolioId, Killed> {
+        let v = &self.mms[mm as usize].vmas[vi];
+        let vf = v.file.expect("a file VMA");
+        let (file, flags) = (vf.file, v.flags);
+        let index = vf.pgoff + (vpn - v.start);
+        let mut ra = vf.ra;
+        let folio = loop {
+            let mut folio = self.files[file as usize].cache[index as usize];
+            if folio != NIL {
+                self.do_async_mmap_readahead(file, &mut ra, folio, index);
+            } else {
+                // No folio in the page cache at all: a major fault.
+                self.stat.count(Vm::Pgmajfault, 1);
+                let memcg = self.mms[mm as usize].memcg as usize;
+                self.memcgs[memcg].count(crate::stats::Memcg::Pgmajfault, 1);
+                self.do_sync_mmap_readahead(file, &mut ra, index, flags);
+                folio = self.files[file as usize].cache[index as usize];
+                if folio == NIL {
+                    // __filemap_get_folio(FGP_CREAT) and filemap_read_folio: one page.
+                    folio = match self.filemap_alloc_folio(file, index, 0, Gfp::USER) {
+                        Some(f) => f,
+                        None => break Err(Killed),
+                    };
+                    self.read_pages(file, index, index + 1, 1);
+                }
+            }
+            self.filemap_wait_uptodate(file, self.mem.index(folio));
+            // Readahead's allocations may have reclaimed it (a reference would have kept it).
+            if self.files[file as usize].cache[index as usize] == folio {
+                break Ok(folio);
+            }
+        };
+        if let Some(vf) = self.mms[mm as usize].vmas[vi].file.as_mut() {
+            vf.ra = ra;
+        }
+        folio
+    }
+
+    /// do_sync_mmap_readahead: a fault missed the page cache at `index`.
+    fn do_sync_mmap_readahead(
+        &mut self,
+        file: FileId,
+        ra: &mut FileRaState,
+        index: u32,
+        flags: u8,
+    ) {
+        let ra_pages = self.files[file as usize].ra_pages;
+        if flags & super::vma::VM_HUGEPAGE != 0 {
+            // Used even without readahead: two PMD folios from the aligned index.
+            let nr = super::vma::HPAGE_PMD_NR;
+            ra.start = index & !(nr - 1);
+            ra.size = 2 * nr;
+            ra.async_size = nr;
+            self.page_cache_ra_order(file, ra, super::readahead::MAX_PAGECACHE_ORDER);
+            return;
+        }
+        if ra_pages == 0 {
+            return;
+        }
+        if ra.mmap_miss < MMAP_LOTSAMISS * 10 {
+            ra.mmap_miss += 1;
+        }
+        if ra.mmap_miss > MMAP_LOTSAMISS {
+            return;
+        }
+        // mmap read-around: the window centred on the fault.
+        ra.start = index.saturating_sub(ra_pages / 2);
+        ra.size = ra_pages;
+        ra.async_size = ra_pages / 4;
+        self.page_cache_ra_order(file, ra, 0);
+    }
+
+    /// do_async_mmap_readahead: a fault found `folio` cached at `index`.
+    fn do_async_mmap_readahead(
+        &mut self,
+        file: FileId,
+        ra: &mut FileRaState,
+        folio: FolioId,
+        index: u32,
+    ) {
+        if self.files[file as usize].ra_pages == 0 {
+            return;
+        }
+        ra.mmap_miss = ra.mmap_miss.saturating_sub(1);
+        if self.mem.test(folio, pg::RECLAIM) {
+            self.page_cache_async_ra(file, ra, folio, index);
+        }
+    }
+
+    /// filemap_map_pages over file pages [start_pgoff, end_pgoff] for VMA `vi`: maps each page
+    /// of an uptodate folio not under readahead whose PTE is none, or a whole aligned PMD-sized
+    /// first folio with a PMD. Returns whether the page at `fault_vpn` got mapped.
+    pub fn filemap_map_pages(
+        &mut self,
+        mm: u32,
+        vi: usize,
+        start_pgoff: u32,
+        end_pgoff: u32,
+        fault_vpn: u32,
+    ) -> bool {
+        let v = &self.mms[mm as usize].vmas[vi];
+        let vf = v.file.expect("a file VMA");
+        let (file, vstart) = (vf.file, v.start);
+        let end_pgoff = end_pgoff.min(self.files[file as usize].nr_pages - 1);
+        let now = self.clock_ns;
+        let mut mapped_fault = false;
+        let mut seen = 0u32;
+        let mut first = true;
+        let mut index = start_pgoff;
+        while index <= end_pgoff {
+            let folio = self.files[file as usize].cache[index as usize];
+            if folio == NIL {
+                index += 1;
+                continue;
+            }
+            let findex = self.mem.index(folio);
+            let fend = findex + self.mem.nr_pages(folio);
+            // next_uptodate_folio: skip folios under I/O (locked) or marked for readahead.
+            let busy = self.files[file as usize]
+                .io_pending
+                .iter()
+                .any(|&(a, b, done)| done > now && a < fend && findex < b);
+            if busy || self.mem.test(folio, pg::RECLAIM) {
+                index = fend;
+                continue;
+            }
+            if first && self.do_set_pmd(mm, vi, folio, false) {
+                // filemap_map_pmd: the fault's whole PMD is mapped; mmap_miss is left alone.
+                return true;
+            }
+            first = false;
+            // filemap_map_folio_range: runs of none PTEs get one set_pte_range each.
+            let last = (fend - 1).min(end_pgoff);
+            let mut run_start = None;
+            for i in index..=last + 1 {
+                let none = i <= last
+                    && self.mms[mm as usize].vmas[vi].ptes[(i - vf.pgoff) as usize]
+                        == super::pagetable::PTE_NONE;
+                if i <= last {
+                    seen += 1;
+                }
+                match (none, run_start) {
+                    (true, None) => run_start = Some(i),
+                    (false, Some(s)) => {
+                        let vpn = vstart + s - vf.pgoff;
+                        self.set_pte_range(mm, vi, vpn, folio + (s - findex), i - s, false);
+                        mapped_fault |= (vpn..vpn + (i - s)).contains(&fault_vpn);
+                        run_start = None;
+                    }
+                    _ => {}
+                }
+            }
+            index = fend;
+        }
+        if let Some(vf) = self.mms[mm as usize].vmas[vi].file.as_mut() {
+            vf.ra.mmap_miss = vf.ra.mmap_miss.saturating_sub(seen);
+        }
+        mapped_fault
     }
 }
 

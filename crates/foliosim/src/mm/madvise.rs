@@ -4,8 +4,9 @@
 //! exclusively; their young bits are cleared; COLD moves them to the inactive list, PAGEOUT
 //! isolates them and reclaims them at once without looking at references (reclaim_pages). A
 //! large folio is split first unless it lies wholly in the range and is PMD-mapped (all
-//! generations) or, from v6.10, PTE-mapped. Left out: file folios, the per-PMD batching of the
-//! reclaim and the lazyfree (MADV_FREE) path.
+//! generations) or, from v6.10, PTE-mapped. Left out: page-cache folios (skipped; the kernel
+//! deactivates them and may page them out when the caller may write the file), the per-PMD
+//! batching of the reclaim and the lazyfree (MADV_FREE) path.
 
 use super::folio::{pg, FolioId};
 use super::pagetable::{self as pt};
@@ -30,6 +31,10 @@ impl Kernel {
                 continue;
             }
             let folio = self.mem.head_of(pt::pfn(pte));
+            if self.folio_is_file_lru(folio) {
+                i += 1;
+                continue;
+            }
             let nr = self.mem.nr_pages(folio);
             let vma_start = self.mms[mm as usize].vmas[vi].start;
             let first = self.mem.index(folio) - vma_start;

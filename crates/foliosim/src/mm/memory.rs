@@ -1,18 +1,24 @@
-//! Page faults: anonymous faults with the mTHP order choice, swap-in, copy-on-write, fork.
+//! Page faults: anonymous faults with the mTHP order choice, swap-in, copy-on-write, file
+//! faults, fork.
 //!
 //! Models mm/memory.c (v6.9–v6.18): handle_mm_fault → do_anonymous_page / alloc_anon_folio
 //! (highest allowed order first, naturally aligned, inside the VMA, all PTEs none, fall back on
 //! allocation or memcg-charge failure), do_huge_pmd_anonymous_page for the PMD order, read faults
 //! mapping the zero page, do_swap_page (swap cache, the SWP_SYNCHRONOUS_IO bypass, and from v6.12
-//! mTHP swap-in on that path), do_wp_page
+//! mTHP swap-in on that path), do_wp_page (wp_page_copy, wp_page_shared for MAP_SHARED files)
 //! and copy_page_range. Every folio is allocated by vma_alloc_folio, placed by the VMA's memory
 //! policy (mm/mempolicy.rs), and a fault's folio stays inside the VMA piece its policy covers.
-//! Left out: file faults, userfaultfd, fault-around, the huge zero page's own
-//! folio, swap readahead, and mapping a whole large folio found in the swap cache.
+//! File VMAs: do_fault → do_read_fault (do_fault_around over
+//! fault_around_bytes, 64 KiB, then filemap_fault and finish_fault mapping one page, or a PMD
+//! through do_set_pmd), do_cow_fault (an order-0 anonymous copy) and do_shared_fault (the
+//! filesystem's page_mkwrite dirties the folio; read faults map shared pages read-only so that
+//! the first write is seen, as with ext4 or xfs). Left out: userfaultfd, the huge zero page's
+//! own folio, swap readahead, mapping a whole large folio found in the swap cache, shmem, and
+//! fork copying the PTEs of a private file VMA that has no anonymous page yet (they are copied).
 
 use super::folio::{content, pg, FolioId};
 use super::pagetable::{self as pt};
-use super::vma::{VM_HUGEPAGE, VM_NOHUGEPAGE};
+use super::vma::{HPAGE_PMD_NR, VM_HUGEPAGE, VM_NOHUGEPAGE, VM_SHARED};
 use super::Kernel;
 use crate::scenario::knobs::{ThpDefrag, ThpEnabled, PMD_ORDER};
 use crate::scenario::profile::Kernel as Gen;
@@ -97,6 +103,8 @@ impl Kernel {
             self.do_swap_page(mm, vi, vpn, pte, write)
         } else if pt::is_present(pte) {
             self.do_wp_page(mm, vi, vpn, pte)
+        } else if self.mms[mm as usize].vmas[vi].file.is_some() {
+            self.do_fault(mm, vi, vpn, write)
         } else if pt::is_zero_page(pte) || write {
             self.do_anonymous_page(mm, vi, vpn, pt::is_zero_page(pte))
         } else {
@@ -398,7 +406,8 @@ impl Kernel {
         0
     }
 
-    /// do_wp_page: a write to a present read-only PTE (shared with a forked child, or exclusive).
+    /// do_wp_page: a write to a present read-only PTE (shared with a forked child, or exclusive,
+    /// or a page-cache page: written in place in a shared file VMA, copied in a private one).
     fn do_wp_page(&mut self, mm: u32, vi: usize, vpn: u32, pte: pt::Pte) -> Result<(), Killed> {
         let idx = (vpn - self.mms[mm as usize].vmas[vi].start) as usize;
         let old_page = pt::pfn(pte);
@@ -407,7 +416,21 @@ impl Kernel {
             // MIGRC gives up when a read-only PTE may become writable.
             self.migrc_flush_free_folios();
         }
-        if self.mem.mapcount(old) == 1 && !self.mem.test(old, pg::SWAPCACHE) {
+        let file = self.folio_is_file_lru(old);
+        if file && pte & pt::PMD != 0 {
+            // wp_huge_pmd in a file VMA: COW and write-notify work on PTEs, so the PMD goes
+            // and the fault starts again from a none PTE.
+            self.split_huge_pmd_file(mm, vi, old);
+            return self.do_fault(mm, vi, vpn, true);
+        }
+        if file && self.mms[mm as usize].vmas[vi].flags & VM_SHARED != 0 {
+            // wp_page_shared: page_mkwrite dirties the folio, then the PTE is reused writable.
+            self.folio_mark_dirty(old);
+            self.mms[mm as usize].vmas[vi].ptes[idx] |= pt::WRITE | pt::DIRTY;
+            self.charge_time(self.hw.pte_update_ns);
+            return Ok(());
+        }
+        if !file && self.mem.mapcount(old) == 1 && !self.mem.test(old, pg::SWAPCACHE) {
             // Only we map it: reuse in place.
             self.mms[mm as usize].vmas[vi].ptes[idx] |= pt::WRITE | pt::DIRTY;
             self.charge_time(self.hw.pte_update_ns);
@@ -432,6 +455,11 @@ impl Kernel {
         self.folio_add_lru(pfn);
         self.charge_time(self.hw.copy_page_ns + self.hw.pte_update_ns);
         self.flush_tlb_mm_range(mm, vpn, 1, false);
+        if file {
+            // wp_page_copy of a page-cache page: the mm counts an anonymous page instead.
+            self.mms[mm as usize].rss_file -= 1;
+            self.mms[mm as usize].rss_anon += 1;
+        }
         self.folio_remove_rmap_ptes(old, 1);
         Ok(())
     }
@@ -448,18 +476,29 @@ impl Kernel {
         for vi in 0..nr_vmas {
             let (start, flags, mut ptes, policies) = {
                 let v = &mut self.mms[parent as usize].vmas[vi];
+                // Only a private mapping is copy-on-write.
+                let cow = v.flags & VM_SHARED == 0;
                 for p in v.ptes.iter_mut() {
-                    if pt::is_present(*p) {
+                    if cow && pt::is_present(*p) {
                         *p &= !pt::WRITE;
                     }
                 }
                 (v.start, v.flags, v.ptes.clone(), v.policies.clone())
             };
+            let file = self.mms[parent as usize].vmas[vi].file;
+            if flags & VM_SHARED != 0 {
+                // vma_needs_copy: a shared file VMA is refilled by the child's faults.
+                ptes.fill(pt::PTE_NONE);
+            }
             for p in ptes.iter_mut() {
                 if pt::is_present(*p) {
                     let folio = self.mem.head_of(pt::pfn(*p));
                     self.mem.add_mapcount(folio, 1);
-                    self.mms[child as usize].rss_anon += 1;
+                    if self.folio_is_file_lru(folio) {
+                        self.mms[child as usize].rss_file += 1;
+                    } else {
+                        self.mms[child as usize].rss_anon += 1;
+                    }
                     copied += 1;
                 } else if pt::is_swap(*p) {
                     self.swap_duplicate(pt::swap_device(*p), pt::swap_offset(*p));
@@ -474,11 +513,534 @@ impl Kernel {
                 ptes,
                 poisson: None,
                 policies,
+                file,
             });
+            if let Some(vf) = file {
+                self.files[vf.file as usize].i_mmap.push((child, start));
+            }
         }
         self.mms[child as usize].next_vpn = self.mms[parent as usize].next_vpn;
         self.charge_time(copied * self.hw.pte_update_ns);
         self.flush_tlb_mm(parent);
         child
+    }
+}
+
+/// fault_around_bytes (debugfs; default 64 KiB): the window filemap_map_pages maps around a read
+/// fault on a file VMA.
+pub const FAULT_AROUND_BYTES: u64 = 65536;
+
+/// Faults on file VMAs.
+impl Kernel {
+    /// do_fault: a fault on a none PTE of a file VMA.
+    fn do_fault(&mut self, mm: u32, vi: usize, vpn: u32, write: bool) -> Result<(), Killed> {
+        if !write {
+            self.do_read_fault(mm, vi, vpn)
+        } else if self.mms[mm as usize].vmas[vi].flags & VM_SHARED == 0 {
+            self.do_cow_fault(mm, vi, vpn)
+        } else {
+            self.do_shared_fault(mm, vi, vpn)
+        }
+    }
+
+    /// do_read_fault: fault-around first; if that did not map the page, filemap_fault reads it
+    /// and finish_fault maps it.
+    fn do_read_fault(&mut self, mm: u32, vi: usize, vpn: u32) -> Result<(), Killed> {
+        let fault_around_pages = (FAULT_AROUND_BYTES / super::PAGE_SIZE) as u32;
+        if fault_around_pages > 1 && self.do_fault_around(mm, vi, vpn, fault_around_pages) {
+            return Ok(());
+        }
+        let folio = self.filemap_fault(mm, vi, vpn)?;
+        self.finish_fault(mm, vi, vpn, folio, false);
+        Ok(())
+    }
+
+    /// do_fault_around: filemap_map_pages over the `nr`-page aligned block of the page table
+    /// around `vpn`, clamped to the VMA. Returns whether `vpn` got mapped.
+    fn do_fault_around(&mut self, mm: u32, vi: usize, vpn: u32, nr: u32) -> bool {
+        let v = &self.mms[mm as usize].vmas[vi];
+        let pgoff = v.file.expect("a file VMA").pgoff;
+        let pte_off = vpn % HPAGE_PMD_NR;
+        let vma_off = vpn - v.start;
+        let from_pte = (pte_off & !(nr - 1)).max(pte_off - pte_off.min(vma_off));
+        let to_pte = (from_pte + nr)
+            .min(HPAGE_PMD_NR)
+            .min(pte_off + v.ptes.len() as u32 - vma_off)
+            - 1;
+        let index = pgoff + vma_off;
+        self.filemap_map_pages(
+            mm,
+            vi,
+            index + from_pte - pte_off,
+            index + to_pte - pte_off,
+            vpn,
+        )
+    }
+
+    /// do_cow_fault: a write to a private file page never mapped here: the page-cache page is
+    /// copied into a new anonymous page, which is what gets mapped.
+    fn do_cow_fault(&mut self, mm: u32, vi: usize, vpn: u32) -> Result<(), Killed> {
+        let memcg = self.mms[mm as usize].memcg;
+        let node = self.task_node();
+        let pfn = self.alloc_pages(node, 0, Gfp::USER).ok_or(Killed)?;
+        let av = self.mms[mm as usize].anon_vma;
+        self.mem.prep_folio(pfn, 0, av, memcg, vpn);
+        if self.mem_cgroup_charge(pfn, memcg, Gfp::USER).is_err() {
+            self.mem.clear_folio(pfn);
+            self.free_pages(pfn, 0);
+            return Err(Killed);
+        }
+        let folio = match self.filemap_fault(mm, vi, vpn) {
+            Ok(f) => f,
+            Err(k) => {
+                self.mem_cgroup_uncharge(pfn);
+                self.mem.clear_folio(pfn);
+                self.free_pages(pfn, 0);
+                return Err(k);
+            }
+        };
+        let v = &self.mms[mm as usize].vmas[vi];
+        let idx = vpn - v.start;
+        let index = v.file.expect("a file VMA").pgoff + idx;
+        let page = folio + (index - self.mem.index(folio));
+        self.mem.pages[pfn as usize].content = self.mem.pages[page as usize].content;
+        self.mem.set(pfn, pg::SWAPBACKED);
+        self.charge_time(self.hw.copy_page_ns);
+        // finish_fault with the copy: set_pte_range's anonymous branch.
+        let idx = idx as usize;
+        self.mms[mm as usize].vmas[vi].ptes[idx] =
+            pt::mk_present(pfn, pt::WRITE | pt::DIRTY | pt::YOUNG);
+        self.mms[mm as usize].rss_anon += 1;
+        self.mem.add_mapcount(pfn, 1);
+        self.folio_add_lru(pfn);
+        self.charge_time(self.hw.pte_update_ns);
+        Ok(())
+    }
+
+    /// do_shared_fault: a write to a shared file page not mapped yet: page_mkwrite and
+    /// fault_dirty_shared_page dirty the folio, finish_fault maps it writable.
+    fn do_shared_fault(&mut self, mm: u32, vi: usize, vpn: u32) -> Result<(), Killed> {
+        let folio = self.filemap_fault(mm, vi, vpn)?;
+        self.folio_mark_dirty(folio);
+        self.finish_fault(mm, vi, vpn, folio, true);
+        Ok(())
+    }
+
+    /// finish_fault for a page-cache folio: a PMD when do_set_pmd can map it, else the one
+    /// page at `vpn` (regular files map a single PTE here, not the whole folio).
+    fn finish_fault(&mut self, mm: u32, vi: usize, vpn: u32, folio: FolioId, write: bool) {
+        if self.do_set_pmd(mm, vi, folio, write) {
+            return;
+        }
+        let v = &self.mms[mm as usize].vmas[vi];
+        let index = v.file.expect("a file VMA").pgoff + (vpn - v.start);
+        let page = folio + (index - self.mem.index(folio));
+        self.set_pte_range(mm, vi, vpn, page, 1, write);
+    }
+
+    /// set_pte_range for a page-cache folio: `nr` PTEs from `vpn` map consecutive pages from
+    /// `page` (young, as x86's protections carry the accessed bit; writable and dirty for a
+    /// write), and folio_add_file_rmap_ptes counts them.
+    pub fn set_pte_range(&mut self, mm: u32, vi: usize, vpn: u32, page: u32, nr: u32, write: bool) {
+        let folio = self.mem.head_of(page);
+        let mut flags = pt::YOUNG;
+        if write {
+            flags |= pt::WRITE | pt::DIRTY;
+        }
+        let v = &mut self.mms[mm as usize].vmas[vi];
+        let from = (vpn - v.start) as usize;
+        for i in 0..nr as usize {
+            debug_assert_eq!(v.ptes[from + i], pt::PTE_NONE);
+            v.ptes[from + i] = pt::mk_present(page + i as u32, flags);
+        }
+        self.mms[mm as usize].rss_file += nr as u64;
+        self.mem.add_mapcount(folio, nr as i32);
+        self.charge_time(nr as u64 * self.hw.pte_update_ns);
+    }
+
+    /// do_set_pmd: maps a PMD-sized page-cache folio with one PMD when its file range lines up
+    /// with a PMD-aligned range of the VMA (thp_vma_suitable_order) that has no PTE yet, and
+    /// the VMA does not refuse THPs. Returns whether it did.
+    pub fn do_set_pmd(&mut self, mm: u32, vi: usize, folio: FolioId, write: bool) -> bool {
+        if self.mem.order(folio) as usize != PMD_ORDER {
+            return false;
+        }
+        let v = &self.mms[mm as usize].vmas[vi];
+        if v.flags & VM_NOHUGEPAGE != 0 {
+            return false;
+        }
+        let base = self.folio_vpn(folio, mm, vi);
+        let from = base - v.start as i64;
+        if base % HPAGE_PMD_NR as i64 != 0
+            || from < 0
+            || from + HPAGE_PMD_NR as i64 > v.ptes.len() as i64
+        {
+            return false;
+        }
+        let from = from as usize;
+        if v.ptes[from..from + HPAGE_PMD_NR as usize]
+            .iter()
+            .any(|&p| p != pt::PTE_NONE)
+        {
+            return false;
+        }
+        let mut flags = pt::YOUNG | pt::PMD;
+        if write {
+            flags |= pt::WRITE | pt::DIRTY;
+        }
+        let v = &mut self.mms[mm as usize].vmas[vi];
+        for i in 0..HPAGE_PMD_NR as usize {
+            v.ptes[from + i] = pt::mk_present(folio + i as u32, flags);
+        }
+        self.mms[mm as usize].rss_file += HPAGE_PMD_NR as u64;
+        self.mem.add_mapcount(folio, HPAGE_PMD_NR as i32);
+        self.charge_time(self.hw.pte_update_ns);
+        true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::mm::filemap::{File, FileId};
+    use crate::mm::folio::NIL;
+    use crate::mm::vma::{VM_EXEC, VM_WRITE};
+    use crate::mm::vmscan::ScanControl;
+
+    const KB: u64 = 1024;
+
+    /// A booted machine (one DRAM node) with the user task current, and its mm.
+    fn boot() -> (Kernel, u32) {
+        let k = crate::mm::filemap::tests::boot("v6.18", false);
+        let mm = k.tasks[k.current as usize].mm.expect("user mm");
+        (k, mm)
+    }
+
+    fn new_file(k: &mut Kernel, size: u64, read_ahead_kb: u64, large: bool) -> FileId {
+        k.create_file(File::new("f".into(), size, read_ahead_kb, large))
+    }
+
+    /// Fills the file's page cache with uptodate order-0 folios nobody has accessed yet.
+    fn cache_file(k: &mut Kernel, file: FileId) {
+        for index in 0..k.files[file as usize].nr_pages {
+            k.filemap_alloc_folio(file, index, 0, Gfp::USER)
+                .unwrap();
+        }
+    }
+
+    fn pte(k: &Kernel, mm: u32, vpn: u32) -> pt::Pte {
+        let vi = k.mms[mm as usize].find_vma(vpn).unwrap();
+        let v = &k.mms[mm as usize].vmas[vi];
+        v.ptes[(vpn - v.start) as usize]
+    }
+
+    fn mapped(k: &Kernel, mm: u32, start: u32, nr: u32) -> Vec<u32> {
+        (0..nr)
+            .filter(|&i| pt::is_present(pte(k, mm, start + i)))
+            .collect()
+    }
+
+    fn assert_consistent(k: &Kernel) {
+        let v = crate::check::check(k);
+        assert!(v.is_empty(), "{v:?}");
+    }
+
+    #[test]
+    fn a_read_fault_maps_the_cached_fault_around_window_with_one_fault() {
+        let (mut k, mm) = boot();
+        let f = new_file(&mut k, 256 * KB, 128, false);
+        cache_file(&mut k, f);
+        let start = k.mmap_file(mm, f, 0, 64, VM_WRITE);
+        let faults = k.stat.get(Vm::Pgfault);
+        k.touch(mm, start + 5, false, 0).unwrap();
+        assert_eq!(k.stat.get(Vm::Pgfault), faults + 1);
+        // fault_around_bytes = 64K: the aligned 16 pages around the fault, nothing more.
+        assert_eq!(mapped(&k, mm, start, 64), (0..16).collect::<Vec<_>>());
+        for i in 0..16 {
+            let p = pte(&k, mm, start + i);
+            assert_eq!(pt::pfn(p), k.files[f as usize].cache[i as usize]);
+            assert_eq!(p & pt::WRITE, 0, "a private file page is mapped read-only");
+            k.touch(mm, start + i, false, 0).unwrap();
+        }
+        assert_eq!(
+            k.stat.get(Vm::Pgfault),
+            faults + 1,
+            "the window costs no more faults"
+        );
+        assert_eq!(k.stat.get(Vm::Pgmajfault), 0);
+        assert_eq!(k.mms[mm as usize].rss_file, 16);
+        assert_eq!(k.mem.mapcount(k.files[f as usize].cache[3]), 1);
+        k.touch(mm, start + 16, false, 0).unwrap();
+        assert_eq!(k.stat.get(Vm::Pgfault), faults + 2);
+        assert_eq!(mapped(&k, mm, start, 64), (0..32).collect::<Vec<_>>());
+        assert_consistent(&k);
+    }
+
+    #[test]
+    fn a_cold_read_fault_is_major_reads_around_and_maps_one_page() {
+        let (mut k, mm) = boot();
+        let f = new_file(&mut k, 256 * KB, 128, false);
+        let start = k.mmap_file(mm, f, 0, 64, VM_WRITE);
+        let t0 = k.clock_ns;
+        k.touch(mm, start + 40, false, 0).unwrap();
+        assert_eq!(k.stat.get(Vm::Pgmajfault), 1);
+        assert!(
+            k.clock_ns - t0 > k.hw.ssd_read_latency_ns,
+            "the fault waits for the read"
+        );
+        // Read-around: ra_pages (32) centred on page 40, PG_readahead at a quarter from the end.
+        let cached: Vec<u32> = (0..64)
+            .filter(|&i| k.files[f as usize].cache[i as usize] != NIL)
+            .collect();
+        assert_eq!(cached, (24..56).collect::<Vec<_>>());
+        assert_eq!(k.stat.get(Vm::Pgpgin), 32 * 4);
+        assert!(k.mem.test(k.files[f as usize].cache[48], pg::RECLAIM));
+        // Fault-around found nothing uptodate, so finish_fault mapped the one page.
+        assert_eq!(mapped(&k, mm, start, 64), vec![40]);
+        // The next fault in the window is minor and maps the rest of it.
+        k.touch(mm, start + 41, false, 0).unwrap();
+        assert_eq!(k.stat.get(Vm::Pgmajfault), 1);
+        assert_eq!(k.stat.get(Vm::Pgfault), 2);
+        assert_eq!(mapped(&k, mm, start, 64), (32..48).collect::<Vec<_>>());
+        assert_consistent(&k);
+    }
+
+    #[test]
+    fn read_around_stops_after_a_hundred_misses_and_hits_seen_by_fault_around_count_back() {
+        let (mut k, mm) = boot();
+        let f = new_file(&mut k, 64 << 20, 128, false);
+        let start = k.mmap_file(mm, f, 0, 16384, VM_WRITE);
+        // Faults 128 pages apart: each misses, and each window (32 pages) stays apart.
+        for i in 0..128 {
+            k.touch(mm, start + i * 128, false, 0).unwrap();
+        }
+        assert_eq!(k.stat.get(Vm::Pgmajfault), 128);
+        // mmap_miss passes MMAP_LOTSAMISS (100) at the 101st miss: one page each from then on.
+        assert_eq!(k.stat.get(Vm::Pgpgin), (100 * 32 + 28) * 4);
+        let ra = |k: &Kernel| k.mms[mm as usize].vmas[0].file.unwrap().ra.mmap_miss;
+        assert_eq!(ra(&k), 128);
+        // A fault that fault-around satisfies: the 16 cached pages it saw lower mmap_miss.
+        k.touch(mm, start + 1, false, 0).unwrap();
+        assert_eq!(k.stat.get(Vm::Pgmajfault), 128);
+        assert_eq!(ra(&k), 112);
+        assert_consistent(&k);
+    }
+
+    #[test]
+    fn a_private_write_copies_into_an_anonymous_page_and_leaves_the_cache_clean() {
+        let (mut k, mm) = boot();
+        let f = new_file(&mut k, 64 * KB, 128, false);
+        cache_file(&mut k, f);
+        let start = k.mmap_file(mm, f, 0, 16, VM_WRITE);
+        // A write to a page never mapped: do_cow_fault, no fault-around.
+        k.touch(mm, start + 3, true, 7).unwrap();
+        let cached = k.files[f as usize].cache[3];
+        let p = pte(&k, mm, start + 3);
+        assert_ne!(pt::pfn(p), cached);
+        assert!(k.mem.test(pt::pfn(p), pg::SWAPBACKED), "an anonymous copy");
+        assert_ne!(p & pt::WRITE, 0);
+        assert_eq!(k.mem.pages[pt::pfn(p) as usize].content, 7);
+        assert_eq!(k.mem.pages[cached as usize].content, content::DATA_DEFAULT);
+        assert!(!k.mem.test(cached, pg::DIRTY));
+        assert_eq!(k.mem.mapcount(cached), 0);
+        assert_eq!(mapped(&k, mm, start, 16), vec![3]);
+        // A page mapped by a read first: the write fault copies it (wp_page_copy).
+        k.touch(mm, start + 8, false, 0).unwrap();
+        let cached8 = k.files[f as usize].cache[8];
+        assert_eq!(pt::pfn(pte(&k, mm, start + 8)), cached8);
+        assert_eq!(k.mms[mm as usize].rss_file, 15);
+        k.touch(mm, start + 8, true, 9).unwrap();
+        let p = pte(&k, mm, start + 8);
+        assert_ne!(pt::pfn(p), cached8);
+        assert_eq!(k.mem.mapcount(cached8), 0);
+        assert!(!k.mem.test(cached8, pg::DIRTY));
+        assert_eq!(k.mem.pages[cached8 as usize].content, content::DATA_DEFAULT);
+        assert_eq!(k.mms[mm as usize].rss_file, 14);
+        assert_eq!(k.mms[mm as usize].rss_anon, 2);
+        assert_consistent(&k);
+    }
+
+    #[test]
+    fn a_shared_write_dirties_the_page_cache_folio_it_maps() {
+        let (mut k, mm) = boot();
+        let f = new_file(&mut k, 64 * KB, 128, false);
+        cache_file(&mut k, f);
+        let start = k.mmap_file(mm, f, 0, 16, VM_WRITE | VM_SHARED);
+        k.touch(mm, start + 2, true, 7).unwrap();
+        let cached = k.files[f as usize].cache[2];
+        let p = pte(&k, mm, start + 2);
+        assert_eq!(pt::pfn(p), cached);
+        assert_ne!(p & pt::WRITE, 0);
+        assert!(k.mem.test(cached, pg::DIRTY));
+        assert_eq!(
+            k.mem.pages[cached as usize].content, 7,
+            "the file's page changed"
+        );
+        // A read maps shared pages read-only and clean; the first write takes a wp fault.
+        k.touch(mm, start + 9, false, 0).unwrap();
+        let cached9 = k.files[f as usize].cache[9];
+        assert_eq!(pte(&k, mm, start + 9) & pt::WRITE, 0);
+        assert!(!k.mem.test(cached9, pg::DIRTY));
+        let faults = k.stat.get(Vm::Pgfault);
+        k.touch(mm, start + 9, true, 5).unwrap();
+        assert_eq!(k.stat.get(Vm::Pgfault), faults + 1);
+        assert!(k.mem.test(cached9, pg::DIRTY));
+        assert_eq!(pt::pfn(pte(&k, mm, start + 9)), cached9);
+        assert_eq!(k.mms[mm as usize].rss_anon, 0);
+        assert_consistent(&k);
+    }
+
+    /// Runs one folio through shrink_folio_list as reclaim would after isolating it.
+    fn shrink_one(k: &mut Kernel, folio: FolioId) -> u64 {
+        k.lruvec_del_folio(folio);
+        let mut sc = ScanControl::new(32, false);
+        k.shrink_folio_list(&mut vec![folio], &mut sc)
+    }
+
+    #[test]
+    fn reclaim_unmaps_a_clean_mapped_file_folio_and_the_next_touch_reads_it_again() {
+        let (mut k, mm) = boot();
+        let f = new_file(&mut k, 64 * KB, 128, false);
+        cache_file(&mut k, f);
+        let start = k.mmap_file(mm, f, 0, 16, VM_WRITE);
+        k.touch(mm, start, false, 0).unwrap();
+        let folio = k.files[f as usize].cache[0];
+        // Referenced by one young PTE: kept (not activated), the young bit cleared.
+        assert_eq!(shrink_one(&mut k, folio), 0);
+        assert!(k.mem.test(folio, pg::LRU) && !k.mem.test(folio, pg::ACTIVE));
+        assert_eq!(pte(&k, mm, start) & pt::YOUNG, 0);
+        // Not referenced since: unmapped, out of the page cache, freed.
+        assert_eq!(shrink_one(&mut k, folio), 1);
+        assert_eq!(k.files[f as usize].cache[0], NIL);
+        assert_eq!(pte(&k, mm, start), pt::PTE_NONE);
+        assert_eq!(k.mms[mm as usize].rss_file, 15);
+        assert_consistent(&k);
+        let (majfault, pgpgin) = (k.stat.get(Vm::Pgmajfault), k.stat.get(Vm::Pgpgin));
+        k.touch(mm, start, false, 0).unwrap();
+        assert_eq!(k.stat.get(Vm::Pgmajfault), majfault + 1);
+        assert!(k.stat.get(Vm::Pgpgin) > pgpgin);
+        assert!(pt::is_present(pte(&k, mm, start)));
+        assert_consistent(&k);
+    }
+
+    #[test]
+    fn a_mapped_file_folio_is_activated_when_executable_or_referenced_twice() {
+        let (mut k, mm) = boot();
+        let f = new_file(&mut k, 64 * KB, 128, false);
+        cache_file(&mut k, f);
+        // VM_EXEC: activated on its first referenced check.
+        let text = k.mmap_file(mm, f, 0, 16, VM_EXEC);
+        k.touch(mm, text, false, 0).unwrap();
+        let folio = k.files[f as usize].cache[0];
+        shrink_one(&mut k, folio);
+        assert!(k.mem.test(folio, pg::ACTIVE));
+        // Two mappings referencing it: activated too.
+        let a = k.mmap_file(mm, f, 0, 16, VM_WRITE);
+        let b = k.mmap_file(mm, f, 0, 16, VM_WRITE);
+        k.touch(mm, a + 1, false, 0).unwrap();
+        k.touch(mm, b + 1, false, 0).unwrap();
+        let folio = k.files[f as usize].cache[1];
+        assert_eq!(k.mem.mapcount(folio), 3);
+        k.lruvec_del_folio(folio);
+        k.mem.clear(folio, pg::ACTIVE);
+        k.folio_add_lru(folio);
+        // text's young bit was cleared by the first shrink only for page 0: clear page 1's.
+        k.folio_referenced(folio);
+        k.touch(mm, a + 1, false, 0).unwrap();
+        k.touch(mm, b + 1, false, 0).unwrap();
+        for vpn in [a + 1, b + 1] {
+            assert_ne!(pte(&k, mm, vpn) & pt::YOUNG, 0);
+        }
+        assert_eq!(pte(&k, mm, text + 1) & pt::YOUNG, 0);
+        assert!(!k.mem.test(folio, pg::REFERENCED));
+        shrink_one(&mut k, folio);
+        assert!(k.mem.test(folio, pg::ACTIVE));
+        assert_consistent(&k);
+    }
+
+    #[test]
+    fn munmap_and_exit_unmap_file_pages_and_leave_them_cached() {
+        let (mut k, mm) = boot();
+        let f = new_file(&mut k, 64 * KB, 128, false);
+        cache_file(&mut k, f);
+        let start = k.mmap_file(mm, f, 0, 16, VM_WRITE | VM_SHARED);
+        k.touch(mm, start + 4, false, 0).unwrap();
+        k.touch(mm, start + 5, true, 3).unwrap();
+        let folio = k.files[f as usize].cache[4];
+        assert!(!k.mem.test(folio, pg::REFERENCED));
+        let nrpages = k.files[f as usize].nrpages;
+        k.munmap(mm, start);
+        assert_eq!(k.files[f as usize].nrpages, nrpages);
+        assert_eq!(k.files[f as usize].cache[4], folio);
+        assert_eq!(k.mem.mapcount(folio), 0);
+        assert!(k.mem.test(folio, pg::LRU));
+        // The young PTE is a reference the folio keeps (zap_present_folio_ptes).
+        assert!(k.mem.test(folio, pg::REFERENCED));
+        assert!(k.mem.test(k.files[f as usize].cache[5], pg::DIRTY));
+        assert_eq!(k.mms[mm as usize].rss_file, 0);
+        assert!(k.files[f as usize].i_mmap.is_empty());
+        let start = k.mmap_file(mm, f, 0, 16, VM_WRITE);
+        k.touch(mm, start, false, 0).unwrap();
+        k.exit_mmap(mm);
+        assert_eq!(k.files[f as usize].nrpages, nrpages);
+        assert!(k.files[f as usize].i_mmap.is_empty());
+        assert_consistent(&k);
+    }
+
+    #[test]
+    fn an_aligned_pmd_sized_folio_is_mapped_by_one_pmd_and_a_misaligned_one_by_ptes() {
+        let (mut k, mm) = boot();
+        let f = new_file(&mut k, 4 << 20, 128, true);
+        let folio = k.filemap_alloc_folio(f, 0, 9, Gfp::USER).unwrap();
+        let start = k.mmap_file(mm, f, 0, 1024, VM_WRITE);
+        assert_eq!(start % HPAGE_PMD_NR, 0);
+        k.touch(mm, start + 7, false, 0).unwrap();
+        assert_eq!(k.stat.get(Vm::Pgfault), 1);
+        assert!((0..512).all(|i| pte(&k, mm, start + i) & pt::PMD != 0));
+        assert_eq!(k.mem.mapcount(folio), 512);
+        assert_eq!(k.mms[mm as usize].rss_file, 512);
+        // A private write: the PMD goes (file PMDs are not split into PTEs) and one page is
+        // copied; the next read maps the page cache again by PTEs, around the copy.
+        let base = k.mmap_file(mm, f, 0, 1024, VM_WRITE);
+        k.touch(mm, base + 3, false, 0).unwrap();
+        assert_eq!(k.mem.mapcount(folio), 1024);
+        k.touch(mm, base + 3, true, 7).unwrap();
+        assert_eq!(k.mem.mapcount(folio), 512);
+        assert_eq!(mapped(&k, mm, base, 512), vec![3]);
+        assert!(k.mem.test(pt::pfn(pte(&k, mm, base + 3)), pg::SWAPBACKED));
+        assert!(!k.mem.test(folio, pg::DIRTY));
+        k.touch(mm, base + 4, false, 0).unwrap();
+        assert_eq!(mapped(&k, mm, base, 512), (0..16).collect::<Vec<_>>());
+        assert_eq!(pte(&k, mm, base + 4) & pt::PMD, 0);
+        k.munmap(mm, base);
+        // A shared write maps the PMD again, writable, and dirties the whole folio.
+        let shared = k.mmap_file(mm, f, 0, 1024, VM_WRITE | VM_SHARED);
+        k.touch(mm, shared, false, 0).unwrap();
+        k.touch(mm, shared + 100, true, 7).unwrap();
+        assert!(k.mem.test(folio, pg::DIRTY));
+        assert!((0..512)
+            .all(|i| pte(&k, mm, shared + i) & (pt::PMD | pt::WRITE) == pt::PMD | pt::WRITE));
+        assert_eq!(k.mem.mapcount(folio), 1024);
+        k.munmap(mm, shared);
+        // fsync writes it back: clean again, so reclaim can free it below.
+        k.vfs_fsync(f);
+        assert!(!k.mem.test(folio, pg::DIRTY));
+        assert_consistent(&k);
+        // From page 1 of the file, the folio's pages cannot line up with a PMD: PTEs.
+        let other = k.mmap_file(mm, f, 1, 1023, VM_WRITE);
+        assert_eq!(other % HPAGE_PMD_NR, 1);
+        k.touch(mm, other + 20, false, 0).unwrap();
+        assert_eq!(k.mem.mapcount(folio), 512 + 16);
+        assert_eq!(pte(&k, mm, other + 20) & pt::PMD, 0);
+        assert_eq!(pt::pfn(pte(&k, mm, other + 20)), folio + 21);
+        assert_consistent(&k);
+        // Reclaim unmaps both mappings at once.
+        k.touch(mm, start, false, 0).unwrap();
+        for _ in 0..2 {
+            shrink_one(&mut k, folio);
+        }
+        assert_eq!(k.files[f as usize].cache[0], NIL);
+        assert_eq!(k.mms[mm as usize].rss_file, 0);
+        assert_consistent(&k);
     }
 }

@@ -13,8 +13,8 @@
 //! write-protect fault, a failed watermark or the allocator's slow path forces the flush.
 //! Dirty page-cache folios fail as busy (fallback_migrate_folio in async mode), as do folios
 //! under writeback. Left out: sync modes and their retries (the simulator migrates a batch
-//! atomically, so the -EAGAIN passes never happen), migration of swap-cache, mapped file
-//! and hugetlb folios (unmapped page-cache folios move with their page-cache entry), splitting
+//! atomically, so the -EAGAIN passes never happen), migration of swap-cache and hugetlb
+//! folios (page-cache folios, mapped or not, move with their page-cache entry), splitting
 //! large folios that cannot be migrated, and the per-CPU free lists MIGRC bypasses.
 
 use super::folio::{pg, FolioId};
@@ -301,7 +301,7 @@ impl Kernel {
                 }
                 self.mms[mm as usize].vmas[vi].ptes[idx] = pt::PTE_NONE;
                 if pte & pt::DIRTY != 0 {
-                    self.mem.set(src, pg::DIRTY);
+                    self.folio_mark_dirty(src);
                 }
                 self.unmap_flush_pte(mm, start + idx as u32, pte);
                 entries.push(MigrationEntry { mm, vi, idx, pte });

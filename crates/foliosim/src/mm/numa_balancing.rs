@@ -10,6 +10,8 @@
 //! policy decides the target (mpol_misplaced, mm/mempolicy.rs) and which VMAs are scanned at all
 //! (vma_policy_mof): the default policy lets NUMA balancing move folios toward the faulting CPU;
 //! a policy set by set_mempolicy or mbind does so only with MPOL_F_NUMA_BALANCING.
+//! task_numa_work skips read-only file VMAs (shared libraries); mapped page-cache folios are
+//! hinted and migrated like anonymous ones, except dirty ones, which stay.
 //! Left out: mode 1's placement (numa groups, cpupid last-access filter, task migration between
 //! nodes; a mode-1 fault on a remote folio simply migrates it), the per-VMA pids_active filter,
 //! access-time wrap-around, and PMD-level hint faults (a PMD-mapped THP is handled per PTE).
@@ -59,7 +61,8 @@ impl Kernel {
 
     /// Windows of scan_size in the task's RSS (task_nr_scan_windows).
     fn task_nr_scan_windows(&self, mm: u32) -> u64 {
-        let rss = self.mms[mm as usize].rss_anon;
+        let m = &self.mms[mm as usize];
+        let rss = m.rss_anon + m.rss_file;
         let scan_pages = self.spec.knobs.numa_scan_size_mb << 8;
         rss.div_ceil(scan_pages).max(1)
     }
@@ -120,6 +123,12 @@ impl Kernel {
                 break;
             };
             let (vstart, vend) = (v.start, v.end());
+            if v.file.is_some() && v.flags & super::vma::VM_WRITE == 0 {
+                // Read-only file mappings (shared libraries) are not worth hinting faults.
+                offset = vend;
+                vi += 1;
+                continue;
+            }
             let mut start = offset.max(vstart);
             while start < vend && pages > 0 && virtpages > 0 {
                 // Each piece mbind made is a VMA of its own to the kernel, which skips those
@@ -156,6 +165,7 @@ impl Kernel {
         let tiering_only = self.spec.knobs.numa_balancing == NUMA_BALANCING_MEMORY_TIERING;
         let now_ms = self.now_ms() as u32;
         let start = self.mms[mm as usize].vmas[vi].start;
+        let cow = self.mms[mm as usize].vmas[vi].flags & super::vma::VM_SHARED == 0;
         let (mut changed, mut huge) = (0u64, 0u64);
         for vpn in from..to {
             let idx = (vpn - start) as usize;
@@ -169,7 +179,7 @@ impl Kernel {
             if tiering_only && toptier {
                 continue;
             }
-            if self.mem.mapcount(folio) > 1 && self.mem.order(folio) == 0 {
+            if cow && self.mem.mapcount(folio) > 1 && self.mem.order(folio) == 0 {
                 // folio_likely_mapped_shared on a COW mapping.
                 continue;
             }
@@ -288,10 +298,18 @@ impl Kernel {
                 return;
             }
         }
-        // Restore the PTE: accessible again, writable if the anonymous folio is exclusive.
+        // Restore the PTE: accessible again; writable if the anonymous folio is exclusive, or
+        // for a page-cache folio if the mapping is shared and the PTE dirty already
+        // (can_change_pte_writable); a private file page stays read-only for its COW.
+        let writable = if self.folio_is_file_lru(folio) {
+            let flags = self.mms[mm as usize].vmas[vi].flags;
+            flags & super::vma::VM_SHARED != 0 && pte & pt::DIRTY != 0
+        } else {
+            self.mem.mapcount(folio) == 1 || self.mem.order(folio) > 0
+        };
         let p = &mut self.mms[mm as usize].vmas[vi].ptes[idx];
         *p &= !pt::PROTNONE;
-        if self.mem.mapcount(folio) == 1 || self.mem.order(folio) > 0 {
+        if writable {
             *p |= pt::WRITE;
         }
         self.charge_time(self.hw.pte_update_ns);
@@ -308,6 +326,10 @@ impl Kernel {
             return false;
         }
         if !self.mem.test(folio, pg::LRU) || self.mem.test(folio, pg::SWAPCACHE) {
+            return false;
+        }
+        if self.folio_is_file_lru(folio) && self.mem.test(folio, pg::DIRTY) {
+            // Not every filesystem can move a dirty folio in MIGRATE_ASYNC.
             return false;
         }
         self.lruvec_del_folio(folio);
@@ -436,6 +458,55 @@ ops = [{ op = "mmap", region = "a", size = "4M" }]
         assert_eq!(k.stat.get(Vm::NrTlbRemoteFlush), 0);
         demote(&mut k, mm, vpn + 2);
         assert_eq!(k.change_prot_numa(mm, vi, vpn, vpn + 4), 1);
+    }
+
+    #[test]
+    fn the_scan_skips_read_only_file_vmas_and_a_hint_fault_promotes_a_mapped_file_folio() {
+        use crate::mm::vma::{VM_SHARED, VM_WRITE};
+        let (mut k, t, mm) = boot("v6.18");
+        let f = k.create_file(crate::mm::filemap::File::new(
+            "f".into(),
+            64 << 10,
+            0,
+            false,
+        ));
+        // The page cache goes to the lower tier, as under `numactl --membind=1`.
+        k.do_set_mempolicy(crate::mm::mempolicy::Mempolicy::parse("bind:1", 2).unwrap());
+        for index in 0..16 {
+            let gfp = crate::mm::memory::Gfp::USER;
+            k.filemap_alloc_folio(f, index, 0, gfp).unwrap();
+        }
+        k.do_set_mempolicy(None);
+        let ro = k.mmap_file(mm, f, 0, 16, 0);
+        let rw = k.mmap_file(mm, f, 0, 16, VM_WRITE | VM_SHARED);
+        k.touch(mm, ro, false, 0).unwrap();
+        k.touch(mm, rw, false, 0).unwrap();
+        k.task_numa_work(t, mm);
+        for i in 0..16 {
+            assert_eq!(
+                pte(&k, mm, ro + i) & pt::PROTNONE,
+                0,
+                "read-only file VMA skipped"
+            );
+            assert_ne!(pte(&k, mm, rw + i) & pt::PROTNONE, 0);
+        }
+        assert_eq!(k.stat.get(Vm::NumaPteUpdates), 16);
+        // The hint fault moves the folio to DRAM: both mappings and the page cache follow.
+        let old = k.files[f as usize].cache[3];
+        k.touch(mm, rw + 3, false, 0).unwrap();
+        assert_eq!(k.stat.get(Vm::PgpromoteSuccess), 1);
+        let new = k.files[f as usize].cache[3];
+        assert_ne!(new, old);
+        assert_eq!(k.pfn_node(new), 0);
+        assert_eq!(pt::pfn(pte(&k, mm, rw + 3)), new);
+        assert_eq!(pt::pfn(pte(&k, mm, ro + 3)), new);
+        // A clean shared page comes back read-only, so that its first write is still seen.
+        assert_eq!(pte(&k, mm, rw + 3) & pt::WRITE, 0);
+        assert!(
+            crate::check::check(&k).is_empty(),
+            "{:?}",
+            crate::check::check(&k)
+        );
     }
 
     #[test]

@@ -203,12 +203,17 @@ impl Kernel {
 
 /// Dirtying and throttling.
 impl Kernel {
-    /// folio_mark_dirty of a page-cache folio: folio_account_dirtied and __mark_inode_dirty.
+    /// folio_mark_dirty: PG_dirty; for a page-cache folio also folio_account_dirtied and
+    /// __mark_inode_dirty.
     pub fn folio_mark_dirty(&mut self, folio: FolioId) {
         if self.mem.test(folio, pg::DIRTY) {
             return;
         }
         self.mem.set(folio, pg::DIRTY);
+        if !self.folio_is_file_lru(folio) {
+            // An anonymous folio: swap writes it, nothing counts it.
+            return;
+        }
         let nr = self.mem.nr_pages(folio) as u64;
         self.stat.count(Vm::NrDirty, nr);
         self.stat.count(Vm::NrDirtied, nr);

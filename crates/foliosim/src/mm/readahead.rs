@@ -6,7 +6,8 @@
 //! get_next_ra_size), page_cache_ra_order (folio orders grow by 2 per window from the marker
 //! folio's order, up to MAX_PAGECACHE_ORDER and ilog2 of the window, aligned to the index and cut
 //! at the window's end; a failure falls back to order-0 pages) and page_cache_ra_unbounded.
-//! Left out: bdi->io_pages (taken equal to ra_pages), mmap readaround and VM_HUGEPAGE orders,
+//! mmap read-around uses page_cache_ra_order from filemap.rs. Left out: bdi->io_pages (taken
+//! equal to ra_pages),
 //! the "contiguous cache hits" context readahead of random reads, readahead throttling on
 //! congestion, and filesystems' minimum folio orders (always 0 here). PG_readahead shares the
 //! PG_reclaim bit, as in the kernel.
@@ -26,6 +27,8 @@ pub struct FileRaState {
     pub async_size: u32,
     /// Byte position where the previous read() ended; -1 before the first.
     pub prev_pos: i64,
+    /// Page faults that missed the page cache, less hits (`mmap_miss`).
+    pub mmap_miss: u32,
 }
 
 impl Default for FileRaState {
@@ -35,6 +38,7 @@ impl Default for FileRaState {
             size: 0,
             async_size: 0,
             prev_pos: -1,
+            mmap_miss: 0,
         }
     }
 }

@@ -1,10 +1,12 @@
 //! Reverse mapping: from a folio to the PTEs that map it, for reference checks and unmapping.
 //!
-//! Models mm/rmap.c (v6.9–v6.18): rmap_walk_anon over the anon_vma's address spaces,
-//! folio_referenced_one (clears young bits; one reference per mapping, a PMD counts once),
-//! try_to_unmap_one for anonymous folios going to swap (split of a PMD mapping, swap PTEs with
-//! swap_duplicate, the dirty bit moved to the folio), and the deferred TLB flush batch
-//! (TTU_BATCH_FLUSH, try_to_unmap_flush[_dirty]). Left out: file rmap, KSM, mlock, migration
+//! Models mm/rmap.c (v6.9–v6.18): rmap_walk_anon over the anon_vma's address spaces and
+//! rmap_walk_file over the file's i_mmap (the VMAs whose file range covers the folio),
+//! folio_referenced_one (clears young bits; one reference per mapping, a PMD counts once; the
+//! flags of the VMAs that referenced it), try_to_unmap_one for anonymous folios going to swap
+//! (split of a PMD mapping, swap PTEs with swap_duplicate, the dirty bit moved to the folio) and
+//! for page-cache folios (PTEs cleared, the dirty bit moved to the folio), and the deferred TLB
+//! flush batch (TTU_BATCH_FLUSH, try_to_unmap_flush[_dirty]). Left out: KSM, mlock, migration
 //! entries and exclusive-anon bits. The flushes themselves are in tlb.rs.
 
 use super::folio::{pg, FolioId};
@@ -13,10 +15,26 @@ use super::Kernel;
 use crate::stats::Vm;
 
 impl Kernel {
-    /// Calls `f(mm, vma index)` for each address space that maps the folio's range.
+    /// Calls `f(mm, vma index)` for each VMA that may map the folio's range.
     pub(super) fn for_each_mapping(&self, folio: FolioId, mut f: impl FnMut(u32, usize)) {
         if !self.mem.test(folio, pg::SWAPBACKED) {
-            // A page-cache folio: file folios are never mapped in this model.
+            // rmap_walk_file: the VMAs of i_mmap whose file range overlaps the folio; callers
+            // do not walk an unmapped folio.
+            if self.mem.mapcount(folio) == 0 {
+                return;
+            }
+            let file = &self.files[self.mem.anon_vma(folio) as usize];
+            let (index, nr) = (self.mem.index(folio), self.mem.nr_pages(folio));
+            for &(mm, start) in &file.i_mmap {
+                let Some(vi) = self.mms[mm as usize].find_vma(start) else {
+                    continue;
+                };
+                let v = &self.mms[mm as usize].vmas[vi];
+                let pgoff = v.file.map_or(0, |vf| vf.pgoff);
+                if pgoff < index + nr && index < pgoff + v.ptes.len() as u32 {
+                    f(mm, vi);
+                }
+            }
             return;
         }
         let av = self.mem.anon_vma(folio) as usize;
@@ -28,12 +46,26 @@ impl Kernel {
         }
     }
 
+    /// The vpn at which the folio's first page is, or would be, mapped in a VMA (vma_address):
+    /// an anonymous folio's index is its vpn; a file folio's is its page offset in the file.
+    pub fn folio_vpn(&self, folio: FolioId, mm: u32, vi: usize) -> i64 {
+        let v = &self.mms[mm as usize].vmas[vi];
+        let index = self.mem.index(folio) as i64;
+        match v.file {
+            Some(vf) if !self.mem.test(folio, pg::SWAPBACKED) => {
+                v.start as i64 + index - vf.pgoff as i64
+            }
+            _ => index,
+        }
+    }
+
     /// The PTE slots of `folio` in one VMA: (first slot, number of pages inside the VMA).
     pub(super) fn folio_ptes(&self, folio: FolioId, mm: u32, vi: usize) -> (usize, usize) {
         let v = &self.mms[mm as usize].vmas[vi];
-        let index = self.mem.index(folio);
-        let nr = (self.mem.nr_pages(folio)).min(v.end() - index);
-        ((index - v.start) as usize, nr as usize)
+        let first = self.folio_vpn(folio, mm, vi) - v.start as i64;
+        let from = first.max(0);
+        let to = (first + self.mem.nr_pages(folio) as i64).min(v.ptes.len() as i64);
+        (from as usize, (to - from).max(0) as usize)
     }
 
     /// Is the folio mapped by a PMD anywhere?
@@ -50,6 +82,13 @@ impl Kernel {
     /// folio_referenced: clears the young bits of every PTE mapping the folio and returns the
     /// number of mappings in which at least one was young.
     pub fn folio_referenced(&mut self, folio: FolioId) -> u32 {
+        self.folio_referenced_vm_flags(folio).0
+    }
+
+    /// folio_referenced with its `vm_flags`: also the union of the flags of the VMAs in which
+    /// the folio was referenced.
+    pub fn folio_referenced_vm_flags(&mut self, folio: FolioId) -> (u32, u8) {
+        let mut vm_flags = 0;
         // Reused: reclaim calls this for every folio it scans.
         let mut mappings = std::mem::take(&mut self.rmap_scratch);
         mappings.clear();
@@ -78,16 +117,25 @@ impl Kernel {
                 }
             }
             referenced += young as u32;
+            if young {
+                vm_flags |= self.mms[mm as usize].vmas[vi].flags;
+            }
             self.charge_time(self.hw.rmap_walk_ns);
         }
         self.rmap_scratch = mappings;
-        referenced
+        (referenced, vm_flags)
     }
 
-    /// try_to_unmap for a folio in the swap cache: every PTE mapping it becomes a swap PTE.
+    /// try_to_unmap: every PTE mapping the folio becomes a swap PTE (an anonymous folio in the
+    /// swap cache) or none (a page-cache folio, which the file can give back).
     pub fn try_to_unmap(&mut self, folio: FolioId) {
-        debug_assert!(self.mem.test(folio, pg::SWAPCACHE));
-        let (dev, first_off) = self.folio_swap_entry(folio);
+        let file = self.folio_is_file_lru(folio);
+        debug_assert!(file || self.mem.test(folio, pg::SWAPCACHE));
+        let (dev, first_off) = if file {
+            (0, 0)
+        } else {
+            self.folio_swap_entry(folio)
+        };
         let mut mappings = Vec::new();
         self.for_each_mapping(folio, |mm, vi| mappings.push((mm, vi)));
         let end = folio + self.mem.nr_pages(folio);
@@ -105,9 +153,13 @@ impl Kernel {
                 split_pmd |= p & pt::PMD != 0;
                 dirty |= p & pt::DIRTY != 0;
                 self.unmap_flush_pte(mm, start + i as u32, p);
-                let off = first_off + (pt::pfn(p) - folio);
-                self.mms[mm as usize].vmas[vi].ptes[i] = pt::mk_swap(dev, off);
-                self.swap_duplicate(dev, off);
+                if file {
+                    self.mms[mm as usize].vmas[vi].ptes[i] = pt::PTE_NONE;
+                } else {
+                    let off = first_off + (pt::pfn(p) - folio);
+                    self.mms[mm as usize].vmas[vi].ptes[i] = pt::mk_swap(dev, off);
+                    self.swap_duplicate(dev, off);
+                }
                 unmapped += 1;
             }
             if unmapped == 0 {
@@ -117,10 +169,14 @@ impl Kernel {
                 self.stat.count(Vm::ThpSplitPmd, 1);
             }
             if dirty {
-                self.mem.set(folio, pg::DIRTY);
+                self.folio_mark_dirty(folio);
             }
-            self.mms[mm as usize].rss_anon -= unmapped as u64;
-            self.mm_add_swapents(mm, unmapped as i64);
+            if file {
+                self.mms[mm as usize].rss_file -= unmapped as u64;
+            } else {
+                self.mms[mm as usize].rss_anon -= unmapped as u64;
+                self.mm_add_swapents(mm, unmapped as i64);
+            }
             self.mem.add_mapcount(folio, -(unmapped as i32));
             self.charge_time(self.hw.rmap_walk_ns + unmapped as u64 * self.hw.pte_update_ns);
         }

@@ -1,18 +1,37 @@
 //! Address spaces: `mm_struct`, VMAs with their page tables, anon_vmas, mmap/munmap and zap.
 //!
-//! Models mm/mmap.c (mmap placement, PMD alignment of large anonymous mappings since v6.7),
-//! mm/memory.c zap_pte_range / zap_present_ptes (batched by folio) and the anon_vma of mm/rmap.c.
+//! Models mm/mmap.c (mmap placement, PMD alignment of large anonymous mappings since v6.7 and of
+//! large file mappings by thp_get_unmapped_area), mm/memory.c zap_pte_range / zap_present_ptes
+//! (batched by folio; a file folio's dirty and young PTE bits go to the folio), the anon_vma of
+//! mm/rmap.c and a file's i_mmap (here a list of the VMAs mapping it, not an interval tree).
 //! One anon_vma per mm: a fork links the child into its parent's anon_vma, which is what rmap
 //! needs here. Left out: VMA merging/splitting (madvise flags apply to the whole VMA; mbind's
-//! policies are page ranges inside it, see mm/mempolicy.rs), mremap, file mappings, mlock, and
-//! the mmap_lock.
+//! policies are page ranges inside it, see mm/mempolicy.rs), mremap, mprotect, mlock, and the
+//! mmap_lock.
 
+use super::filemap::FileId;
 use super::folio::{pg, FolioId};
 use super::pagetable::{self as pt, Pte};
+use super::readahead::FileRaState;
 use super::Kernel;
 
 pub const VM_HUGEPAGE: u8 = 1 << 0;
 pub const VM_NOHUGEPAGE: u8 = 1 << 1;
+/// PROT_WRITE (every VMA is readable; anonymous ones are writable).
+pub const VM_WRITE: u8 = 1 << 2;
+/// PROT_EXEC.
+pub const VM_EXEC: u8 = 1 << 3;
+/// MAP_SHARED.
+pub const VM_SHARED: u8 = 1 << 4;
+
+/// What a file VMA maps: `vm_file` and `vm_pgoff`, and the struct file's readahead state
+/// (`file->f_ra`; each mmap has its own struct file here).
+#[derive(Clone, Copy, Debug)]
+pub struct VmaFile {
+    pub file: FileId,
+    pub pgoff: u32,
+    pub ra: FileRaState,
+}
 
 /// First virtual page number handed out by mmap (1 TiB): keeps every vpn within a `u32`.
 const MMAP_BASE_VPN: u32 = 1 << 28;
@@ -26,6 +45,8 @@ pub struct Vma {
     pub poisson: Option<Box<crate::workload::poisson::PoissonPages>>,
     /// Memory policies set by mbind, by page range (see mm/mempolicy.rs); empty: none.
     pub policies: Vec<super::mempolicy::PolicyRange>,
+    /// A file mapping; None for anonymous memory.
+    pub file: Option<VmaFile>,
 }
 
 impl Vma {
@@ -52,8 +73,9 @@ pub struct Mm {
     pub next_vpn: u32,
     pub memcg: u16,
     pub anon_vma: u32,
-    /// MM_ANONPAGES and MM_SWAPENTS.
+    /// MM_ANONPAGES, MM_FILEPAGES and MM_SWAPENTS.
     pub rss_anon: u64,
+    pub rss_file: u64,
     pub swapents: u64,
     /// The task that owns this address space (for the OOM killer).
     pub owner: u32,
@@ -95,6 +117,7 @@ impl Kernel {
             memcg,
             anon_vma: av,
             rss_anon: 0,
+            rss_file: 0,
             swapents: 0,
             owner,
             users: 1,
@@ -119,9 +142,15 @@ impl Kernel {
         }
         // A guard gap keeps neighbouring mappings from merging into one aligned range.
         m.next_vpn = start + nr_pages + 1;
+        Self::insert_vma(m, start, nr_pages, VM_WRITE, None);
+        self.charge_time(self.hw.pte_update_ns);
+        start
+    }
+
+    fn insert_vma(m: &mut Mm, start: u32, nr_pages: u32, flags: u8, file: Option<VmaFile>) {
         m.vmas.push(Vma {
             start,
-            flags: 0,
+            flags,
             ptes: {
                 let mut ptes = Vec::with_capacity(nr_pages as usize);
                 crate::sim::hugepage_hint(ptes.spare_capacity_mut());
@@ -130,8 +159,38 @@ impl Kernel {
             },
             poisson: None,
             policies: Vec::new(),
+            file,
         });
         m.vmas.sort_by_key(|v| v.start);
+    }
+
+    /// mmap of `nr_pages` of a file from page `pgoff` (`flags`: VM_WRITE, VM_EXEC, VM_SHARED);
+    /// returns the first vpn. Nothing is read or mapped until the first fault. A mapping of at
+    /// least a PMD of a file with large folios is placed so that file offsets and addresses
+    /// agree modulo the PMD size (thp_get_unmapped_area), which do_set_pmd needs.
+    pub fn mmap_file(
+        &mut self,
+        mm: u32,
+        file: FileId,
+        pgoff: u32,
+        nr_pages: u32,
+        flags: u8,
+    ) -> u32 {
+        let large = self.files[file as usize].large_folios;
+        let m = &mut self.mms[mm as usize];
+        let mut start = m.next_vpn;
+        if large && nr_pages >= HPAGE_PMD_NR {
+            start = start.next_multiple_of(HPAGE_PMD_NR) + pgoff % HPAGE_PMD_NR;
+        }
+        m.next_vpn = start + nr_pages + 1;
+        let vf = VmaFile {
+            file,
+            pgoff,
+            ra: FileRaState::default(),
+        };
+        Self::insert_vma(m, start, nr_pages, flags, Some(vf));
+        // vma_link_file: the file's i_mmap learns of the mapping.
+        self.files[file as usize].i_mmap.push((mm, start));
         self.charge_time(self.hw.pte_update_ns);
         start
     }
@@ -142,7 +201,12 @@ impl Kernel {
         };
         let len = self.mms[mm as usize].vmas[vi].ptes.len() as u32;
         self.zap_range(mm, vi, 0, len, true);
-        self.mms[mm as usize].vmas.remove(vi);
+        let v = self.mms[mm as usize].vmas.remove(vi);
+        if let Some(vf) = v.file {
+            self.files[vf.file as usize]
+                .i_mmap
+                .retain(|&m| m != (mm, v.start));
+        }
     }
 
     /// Unmaps every page of every VMA and frees the address space (exit_mmap).
@@ -169,13 +233,32 @@ impl Kernel {
                 let folio = self.mem.head_of(pt::pfn(pte));
                 let nr = self.folio_pte_batch(mm, vi, i, to, folio);
                 if pte & pt::PMD != 0 && nr < self.mem.nr_pages(folio) {
+                    if self.folio_is_file_lru(folio) {
+                        // The whole PMD goes; look at the same PTE again, now none.
+                        self.split_huge_pmd_file(mm, vi, folio);
+                        continue;
+                    }
                     self.split_huge_pmd(mm, vi, folio);
                 }
                 let ptes = &mut self.mms[mm as usize].vmas[vi].ptes;
+                let (mut dirty, mut young) = (false, false);
                 for p in &mut ptes[i as usize..(i + nr) as usize] {
+                    dirty |= *p & pt::DIRTY != 0;
+                    young |= *p & pt::YOUNG != 0;
                     *p = pt::PTE_NONE;
                 }
-                self.mms[mm as usize].rss_anon -= nr as u64;
+                if self.folio_is_file_lru(folio) {
+                    // zap_present_folio_ptes: the file folio keeps what the PTEs knew.
+                    self.mms[mm as usize].rss_file -= nr as u64;
+                    if dirty {
+                        self.folio_mark_dirty(folio);
+                    }
+                    if young {
+                        self.folio_mark_accessed(folio);
+                    }
+                } else {
+                    self.mms[mm as usize].rss_anon -= nr as u64;
+                }
                 self.folio_remove_rmap_ptes(folio, nr);
                 nr_zapped += nr as u64;
                 i += nr;
@@ -204,13 +287,37 @@ impl Kernel {
 
     /// __split_huge_pmd: a PMD mapping that is partly zapped becomes PTE mappings.
     pub fn split_huge_pmd(&mut self, mm: u32, vi: usize, folio: FolioId) {
+        let (first, nr) = self.folio_ptes(folio, mm, vi);
         let v = &mut self.mms[mm as usize].vmas[vi];
-        let first = (self.mem.index(folio) - v.start) as usize;
-        let end = (first + self.mem.nr_pages(folio) as usize).min(v.ptes.len());
-        for p in &mut v.ptes[first..end] {
+        for p in &mut v.ptes[first..first + nr] {
             *p &= !pt::PMD;
         }
         self.stat.count(crate::stats::Vm::ThpSplitPmd, 1);
+    }
+
+    /// __split_huge_pmd in a file VMA: the PMD mapping of a page-cache folio is removed rather
+    /// than turned into PTEs (its dirty and young bits go to the folio); faults map it again.
+    pub fn split_huge_pmd_file(&mut self, mm: u32, vi: usize, folio: FolioId) {
+        let (first, nr) = self.folio_ptes(folio, mm, vi);
+        let v = &mut self.mms[mm as usize].vmas[vi];
+        let (mut dirty, mut young) = (false, false);
+        for p in &mut v.ptes[first..first + nr] {
+            dirty |= *p & pt::DIRTY != 0;
+            young |= *p & pt::YOUNG != 0;
+            *p = pt::PTE_NONE;
+        }
+        let start = v.start;
+        if dirty {
+            self.folio_mark_dirty(folio);
+        }
+        if young {
+            self.mem.set(folio, pg::REFERENCED);
+        }
+        self.mms[mm as usize].rss_file -= nr as u64;
+        self.folio_remove_rmap_ptes(folio, nr as u32);
+        self.stat.count(crate::stats::Vm::ThpSplitPmd, 1);
+        self.charge_time(self.hw.pte_update_ns);
+        self.flush_tlb_mm_range(mm, start + first as u32, nr as u64, false);
     }
 
     /// How many consecutive PTEs from `i` (below `to`) map consecutive pages of `folio`.
@@ -229,10 +336,14 @@ impl Kernel {
         n
     }
 
-    /// A folio lost `nr` PTE mappings. Frees it when nothing maps it and the swap cache does not
-    /// hold it; queues a large folio that is now partially mapped for deferred split.
+    /// A folio lost `nr` PTE mappings. Frees an anonymous one when nothing maps it and the swap
+    /// cache does not hold it; queues a large anonymous folio that is now partially mapped for
+    /// deferred split. A file folio stays in the page cache.
     pub fn folio_remove_rmap_ptes(&mut self, folio: FolioId, nr: u32) {
         self.mem.add_mapcount(folio, -(nr as i32));
+        if self.folio_is_file_lru(folio) {
+            return;
+        }
         let mapcount = self.mem.mapcount(folio);
         if mapcount == 0 {
             if self.mem.test(folio, pg::SWAPCACHE) {

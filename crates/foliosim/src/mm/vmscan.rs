@@ -7,8 +7,10 @@
 //! anonymous branch of shrink_folio_list (early split rule, add_to_swap, split on failure with the
 //! fallback counters, try_to_unmap, pageout, __remove_mapping), and balance_pgdat for kswapd.
 //! Page-cache folios (mm/filemap.rs) live on the file lists: both kinds are scanned in
-//! proportion to their size, clean file folios are freed (or demoted first), and active file
-//! folios are deactivated keeping PG_referenced, as the kernel does for unmapped ones. Dirty
+//! proportion to their size, clean file folios are freed (or demoted first; mapped ones are
+//! unmapped first), and active file folios are deactivated keeping PG_referenced, except those
+//! referenced through a VM_EXEC mapping, which stay active; folio_check_references activates a
+//! mapped file folio referenced twice (by PG_referenced or two mappings) or through VM_EXEC. Dirty
 //! file folios are never written by reclaim (v6.16+; earlier only kswapd could, through a
 //! ->writepage iomap filesystems lack): they get PG_reclaim and are activated
 //! (nr_vmscan_immediate_reclaim), as are file folios under writeback; a scan whose folios were
@@ -19,6 +21,7 @@
 //! congested/PGDAT_WRITEBACK throttling of kswapd, compaction, MGLRU.
 
 use super::folio::{pg, FolioId, NIL};
+use super::vma::VM_EXEC;
 use super::Kernel;
 use crate::scenario::profile::Kernel as Gen;
 use crate::stats::{Memcg, Mthp, Vm};
@@ -340,9 +343,13 @@ impl Kernel {
         let mut deactivated = 0;
         for &folio in &list {
             // The references are looked at (and the young bits cleared) but anonymous folios are
-            // deactivated whatever they say; so are unmapped file folios, which keep
-            // PG_referenced.
-            self.folio_referenced(folio);
+            // deactivated whatever they say; so are file folios, which keep PG_referenced,
+            // except those referenced from an executable mapping: one more trip on the list.
+            let (referenced, vm_flags) = self.folio_referenced_vm_flags(folio);
+            if file && referenced > 0 && vm_flags & VM_EXEC != 0 {
+                self.list_add(lv, Lru::ActiveFile, folio, false);
+                continue;
+            }
             self.mem.clear(folio, pg::ACTIVE);
             if !file {
                 self.mem.clear(folio, pg::REFERENCED);
@@ -411,12 +418,16 @@ impl Kernel {
 
     /// folio_check_references.
     fn folio_check_references(&mut self, folio: FolioId) -> FolioRef {
-        let referenced_mappings = self.folio_referenced(folio);
+        let (referenced_mappings, vm_flags) = self.folio_referenced_vm_flags(folio);
         let referenced_folio = self.mem.test(folio, pg::REFERENCED);
         self.mem.clear(folio, pg::REFERENCED);
         if referenced_mappings > 0 {
             self.mem.set(folio, pg::REFERENCED);
             if referenced_folio || referenced_mappings > 1 {
+                return FolioRef::Activate;
+            }
+            // An executable file folio is activated after its first use.
+            if vm_flags & VM_EXEC != 0 && self.folio_is_file_lru(folio) {
                 return FolioRef::Activate;
             }
             return FolioRef::Keep;
@@ -511,11 +522,14 @@ impl Kernel {
                 continue;
             }
             if file {
-                // A page-cache folio: clean ones leave the page cache and are freed. Reclaim
-                // does not write dirty ones (v6.16+ never does; before, only kswapd on a node
-                // flagged PGDAT_DIRTY, through a ->writepage that iomap filesystems lack): it
-                // marks them for immediate reclaim after the flusher's writeback and activates
-                // them.
+                // A page-cache folio: a mapped one is unmapped first (its dirty PTE bits reach
+                // the folio); clean ones leave the page cache and are freed. Reclaim does not
+                // write dirty ones (v6.16+ never does; before, only kswapd on a node flagged
+                // PGDAT_DIRTY, through a ->writepage that iomap filesystems lack): it marks them
+                // for immediate reclaim after the flusher's writeback and activates them.
+                if self.mem.mapcount(folio) > 0 {
+                    self.try_to_unmap(folio);
+                }
                 if self.mem.test(folio, pg::DIRTY) {
                     let nr = self.mem.nr_pages(folio) as u64;
                     self.stat.count(Vm::NrVmscanImmediateReclaim, nr);

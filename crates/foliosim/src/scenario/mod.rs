@@ -122,6 +122,17 @@ pub enum Op {
         region: String,
         size_bytes: u64,
     },
+    /// mmap of `size_bytes` of file `file` from byte `offset_bytes` (page-aligned): MAP_SHARED
+    /// when `shared`, else MAP_PRIVATE; PROT_READ plus PROT_WRITE / PROT_EXEC.
+    MmapFile {
+        region: String,
+        file: u32,
+        offset_bytes: u64,
+        size_bytes: u64,
+        shared: bool,
+        write: bool,
+        exec: bool,
+    },
     Munmap {
         region: String,
     },

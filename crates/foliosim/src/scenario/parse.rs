@@ -999,7 +999,15 @@ fn parse_tasks(
                     nr_nodes,
                     files,
                 };
-                Program::Ops(parse_ops(&cx, ops, &path, &mut regions, &mut names, 0)?)
+                Program::Ops(parse_ops(
+                    &cx,
+                    ops,
+                    &path,
+                    &mut regions,
+                    &mut BTreeSet::new(),
+                    &mut names,
+                    0,
+                )?)
             }
         };
         let mempolicy = task
@@ -1121,7 +1129,7 @@ fn parse_generator(task: &Node, generator: &str) -> Res<Program> {
 /// Keys each op accepts (besides `op`).
 fn op_keys(op: &str) -> Option<&'static [&'static str]> {
     Some(match op {
-        "mmap" => &["op", "region", "size"],
+        "mmap" => &["op", "region", "size", "file", "offset", "shared", "prot"],
         "munmap" => &["op", "region"],
         "madvise" => &["op", "region", "advice", "offset", "len"],
         "touch" => &[
@@ -1161,12 +1169,15 @@ fn op_mempolicy(node: &Node, nr_nodes: u32) -> Res<Option<Mempolicy>> {
 }
 
 /// Parses an op list. `regions` maps each mapped region to its size at this point of the
-/// program; a fork child starts from a copy of its parent's.
+/// program, `readonly` names those mapped without write permission; a fork child starts from a
+/// copy of its parent's.
+#[allow(clippy::too_many_arguments)]
 fn parse_ops(
     ocx: &OpsCx,
     items: &[Value],
     path: &str,
     regions: &mut BTreeMap<String, u64>,
+    readonly: &mut BTreeSet<String>,
     names: &mut BTreeSet<String>,
     depth: usize,
 ) -> Res<Vec<Op>> {
@@ -1224,13 +1235,37 @@ fn parse_ops(
                         ),
                     ));
                 }
-                let size_bytes = node.positive_size("size")?;
-                regions.insert(region.clone(), size_bytes);
-                Op::Mmap { region, size_bytes }
+                readonly.remove(&region);
+                if node.table.contains_key("file") {
+                    let op = parse_mmap_file(&node, region.clone(), files)?;
+                    if let Op::MmapFile {
+                        size_bytes, write, ..
+                    } = op
+                    {
+                        regions.insert(region.clone(), size_bytes);
+                        if !write {
+                            readonly.insert(region);
+                        }
+                    }
+                    op
+                } else {
+                    for k in ["offset", "shared", "prot"] {
+                        if node.table.contains_key(k) {
+                            return Err(node.err(
+                                k,
+                                "expected this key only in an mmap of a file (with file = \"NAME\")",
+                            ));
+                        }
+                    }
+                    let size_bytes = node.positive_size("size")?;
+                    regions.insert(region.clone(), size_bytes);
+                    Op::Mmap { region, size_bytes }
+                }
             }
             "munmap" => {
                 let region = mapped_region(&node, regions)?.0;
                 regions.remove(&region);
+                readonly.remove(&region);
                 Op::Munmap { region }
             }
             "madvise" => {
@@ -1253,7 +1288,26 @@ fn parse_ops(
                     len_bytes,
                 }
             }
-            "touch" => parse_touch(&node, regions)?,
+            "touch" => {
+                let op = parse_touch(&node, regions)?;
+                if let Op::Touch {
+                    region,
+                    access: Access::Write,
+                    ..
+                } = &op
+                {
+                    if readonly.contains(region) {
+                        return Err(node.err(
+                            "access",
+                            format!(
+                                "expected \"read\": region {region:?} maps a file without write \
+                                 permission (its prot has no \"w\")"
+                            ),
+                        ));
+                    }
+                }
+                op
+            }
             "sleep" => {
                 let ns = node
                     .time_opt("time")?
@@ -1276,11 +1330,13 @@ fn parse_ops(
                     .array_opt("ops")?
                     .ok_or_else(|| node.missing("ops", "the child's op list"))?;
                 let mut child_regions = regions.clone();
+                let mut child_readonly = readonly.clone();
                 let child = parse_ops(
                     ocx,
                     child_items,
                     &node.key("ops"),
                     &mut child_regions,
+                    &mut child_readonly,
                     names,
                     depth + 1,
                 )?;
@@ -1367,6 +1423,60 @@ fn parse_data(node: &Node) -> Res<u8> {
             ),
         )),
     }
+}
+
+/// `{ op = "mmap", region, file, offset, size, shared, prot }`: a file VMA. `offset` is
+/// page-aligned inside the file; `size` defaults to the rest of the file and may reach the end
+/// of its last page; `prot` is "r", "rw" (default) or "rx"; `shared` selects MAP_SHARED.
+fn parse_mmap_file(node: &Node, region: String, files: &[FileSpec]) -> Res<Op> {
+    let (file, file_bytes) = named_file(node, files)?;
+    let name = &files[file as usize].name;
+    let file_pages_bytes = file_bytes.div_ceil(PAGE_SIZE) * PAGE_SIZE;
+    let offset_bytes = node.size_opt("offset")?.unwrap_or(0);
+    if offset_bytes % PAGE_SIZE != 0 || offset_bytes >= file_bytes {
+        return Err(node.err(
+            "offset",
+            format!(
+                "expected a multiple of 4K inside file {name:?} ({}), found {}",
+                format_size(file_bytes),
+                format_size(offset_bytes)
+            ),
+        ));
+    }
+    let size_bytes = match node.size_opt("size")? {
+        None => file_bytes - offset_bytes,
+        Some(0) => return Err(node.err("size", "expected a size greater than 0, found 0")),
+        Some(size) if offset_bytes.saturating_add(size) > file_pages_bytes => {
+            return Err(node.err(
+                "size",
+                format!(
+                    "expected offset + size within file {name:?} ({}), found {}",
+                    format_size(file_bytes),
+                    format_size(offset_bytes.saturating_add(size))
+                ),
+            ))
+        }
+        Some(size) => size,
+    };
+    let (write, exec) = node
+        .choice_opt(
+            "prot",
+            &[
+                ("r", (false, false)),
+                ("rw", (true, false)),
+                ("rx", (false, true)),
+            ],
+        )?
+        .unwrap_or((true, false));
+    Ok(Op::MmapFile {
+        region,
+        file,
+        offset_bytes,
+        size_bytes,
+        shared: node.bool_opt("shared")?.unwrap_or(false),
+        write,
+        exec,
+    })
 }
 
 /// The op's `region`, which must be mapped at this point; returns it with its size.
@@ -2180,6 +2290,111 @@ ops = [
                 },
                 Op::Fsync { file: 0 }
             ]
+        );
+    }
+
+    #[test]
+    fn mmap_of_a_file_is_parsed_and_checked() {
+        let file = "[[file]]\nname = \"data\"\nsize = \"10001\"\n";
+        let prog = |ops: &str| format!("{file}[[task]]\nname = \"m\"\nops = [{ops}]");
+        let s = parse(&format!(
+            "{MINIMAL}\n{}",
+            prog(
+                "{ op = \"mmap\", region = \"a\", file = \"data\" },
+                 { op = \"mmap\", region = \"b\", file = \"data\", offset = \"4K\", size = 8192, shared = true, prot = \"rx\" },
+                 { op = \"touch\", region = \"a\", access = \"write\" }"
+            )
+        ))
+        .unwrap();
+        let Program::Ops(ops) = &s.tasks[1].program else {
+            panic!("expected ops");
+        };
+        assert_eq!(
+            ops[0],
+            Op::MmapFile {
+                region: "a".into(),
+                file: 0,
+                offset_bytes: 0,
+                size_bytes: 10001,
+                shared: false,
+                write: true,
+                exec: false
+            }
+        );
+        assert_eq!(
+            ops[1],
+            Op::MmapFile {
+                region: "b".into(),
+                file: 0,
+                offset_bytes: 4096,
+                size_bytes: 8192,
+                shared: true,
+                write: false,
+                exec: true
+            }
+        );
+        let mmap = |keys: &str| prog(&format!("{{ op = \"mmap\", region = \"a\", {keys} }}"));
+        expect_err(
+            &mmap("file = \"nope\""),
+            "task[1].ops[0].file",
+            "defined by [[file]] (data)",
+        );
+        expect_err(
+            &mmap("file = \"data\", offset = 100"),
+            "task[1].ops[0].offset",
+            "multiple of 4K",
+        );
+        expect_err(
+            &mmap("file = \"data\", offset = \"12K\""),
+            "task[1].ops[0].offset",
+            "inside file",
+        );
+        // The mapping may reach the end of the file's last page, not past it.
+        assert!(parse(&format!(
+            "{MINIMAL}\n{}",
+            mmap("file = \"data\", size = \"12K\"")
+        ))
+        .is_ok());
+        expect_err(
+            &mmap("file = \"data\", size = \"13K\""),
+            "task[1].ops[0].size",
+            "within file",
+        );
+        expect_err(
+            &mmap("file = \"data\", size = 0"),
+            "task[1].ops[0].size",
+            "greater than 0",
+        );
+        expect_err(
+            &mmap("file = \"data\", prot = \"w\""),
+            "task[1].ops[0].prot",
+            "one of r, rw, rx",
+        );
+        expect_err(
+            &mmap("file = \"data\", shared = 1"),
+            "task[1].ops[0].shared",
+            "true or false",
+        );
+        expect_err(
+            &mmap("size = \"4K\", shared = true"),
+            "task[1].ops[0].shared",
+            "only in an mmap of a file",
+        );
+        // A mapping without write permission cannot be written, in a fork child either.
+        let ro = "{ op = \"mmap\", region = \"a\", file = \"data\", prot = \"r\" }";
+        expect_err(
+            &prog(&format!(
+                "{ro}, {{ op = \"touch\", region = \"a\", access = \"write\" }}"
+            )),
+            "task[1].ops[1].access",
+            "without write permission",
+        );
+        expect_err(
+            &prog(&format!(
+                "{ro}, {{ op = \"fork\", name = \"c\", ops = [{{ op = \"touch\", region = \"a\", access = \"write\" }}] }}"
+            )),
+            "task[1].ops[1].ops[0].access",
+            "without write permission",
         );
     }
 

@@ -7,7 +7,7 @@
 
 use super::task::{Region, Report, Task, TaskKind, TaskState, TOUCH_AHEAD};
 use crate::mm::memory::Killed;
-use crate::mm::vma::{VM_HUGEPAGE, VM_NOHUGEPAGE};
+use crate::mm::vma::{VM_EXEC, VM_HUGEPAGE, VM_NOHUGEPAGE, VM_SHARED, VM_WRITE};
 use crate::mm::vmscan::DEF_PRIORITY;
 use crate::mm::Kernel;
 use crate::scenario::{Access, Advice, InputError, Op, Pattern, Program};
@@ -273,7 +273,16 @@ impl Kernel {
                 self.tlb_exit_mm(mm);
             }
         }
+        self.promotion_work_pending(t);
         self.barrier_participant_left();
+    }
+
+    /// The task work on the way out of a call (or in exit_task_work): unmapping a young
+    /// page-cache page marks it accessed, which with `+pagecache_promotion` may have queued it.
+    fn promotion_work_pending(&mut self, t: u32) {
+        if !self.tasks[t as usize].promo_list.is_empty() {
+            self.task_numa_promotion_work(t);
+        }
     }
 
     fn blocked_at_barrier(task: &Task, name: &str) -> bool {
@@ -377,9 +386,10 @@ impl Kernel {
             let mut regions: Vec<(&str, u64)> = Vec::new();
             for op in t.program.iter() {
                 match op {
-                    Op::Mmap { region, size_bytes } => {
-                        regions.push((region, size_bytes / crate::mm::PAGE_SIZE))
-                    }
+                    Op::Mmap { region, size_bytes }
+                    | Op::MmapFile {
+                        region, size_bytes, ..
+                    } => regions.push((region, size_bytes / crate::mm::PAGE_SIZE)),
                     Op::Touch {
                         region,
                         count,
@@ -576,10 +586,37 @@ impl Kernel {
                     nr_pages,
                 });
             }
+            Op::MmapFile {
+                region,
+                file,
+                offset_bytes,
+                size_bytes,
+                shared,
+                write,
+                exec,
+            } => {
+                let nr_pages = size_bytes.div_ceil(crate::mm::PAGE_SIZE) as u32;
+                let pgoff = (offset_bytes / crate::mm::PAGE_SIZE) as u32;
+                let mut flags = 0;
+                for (on, flag) in [(*shared, VM_SHARED), (*write, VM_WRITE), (*exec, VM_EXEC)] {
+                    if on {
+                        flags |= flag;
+                    }
+                }
+                let start = self.mmap_file(mm, *file, pgoff, nr_pages, flags);
+                let task = &mut self.tasks[t as usize];
+                task.regions.retain(|r| &r.name != region);
+                task.regions.push(Region {
+                    name: region.clone(),
+                    start,
+                    nr_pages,
+                });
+            }
             Op::Munmap { region } => {
                 let r = self.region_of(t, region)?;
                 self.munmap(mm, r.start);
                 self.tasks[t as usize].regions.retain(|x| &x.name != region);
+                self.promotion_work_pending(t);
             }
             Op::Madvise {
                 region,
