@@ -723,8 +723,7 @@ mod tests {
     /// Fills the file's page cache with uptodate order-0 folios nobody has accessed yet.
     fn cache_file(k: &mut Kernel, file: FileId) {
         for index in 0..k.files[file as usize].nr_pages {
-            k.filemap_alloc_folio(file, index, 0, Gfp::USER)
-                .unwrap();
+            k.filemap_alloc_folio(file, index, 0, Gfp::USER).unwrap();
         }
     }
 
@@ -887,6 +886,18 @@ mod tests {
         assert!(k.mem.test(cached9, pg::DIRTY));
         assert_eq!(pt::pfn(pte(&k, mm, start + 9)), cached9);
         assert_eq!(k.mms[mm as usize].rss_anon, 0);
+        assert_consistent(&k);
+        // Writeback cleans and write-protects the mappings (folio_mkclean): the next write
+        // faults again and dirties the folio again.
+        let dirtied = k.stat.get(Vm::NrDirtied);
+        k.vfs_fsync(f);
+        assert!(!k.mem.test(cached9, pg::DIRTY));
+        assert_eq!(pte(&k, mm, start + 9) & (pt::WRITE | pt::DIRTY), 0);
+        let faults = k.stat.get(Vm::Pgfault);
+        k.touch(mm, start + 9, true, 6).unwrap();
+        assert_eq!(k.stat.get(Vm::Pgfault), faults + 1);
+        assert!(k.mem.test(cached9, pg::DIRTY));
+        assert_eq!(k.stat.get(Vm::NrDirtied), dirtied + 1);
         assert_consistent(&k);
     }
 

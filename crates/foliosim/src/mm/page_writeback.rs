@@ -230,8 +230,12 @@ impl Kernel {
         }
     }
 
-    /// folio_clear_dirty_for_io: the folio is about to be written.
+    /// folio_clear_dirty_for_io: the folio is about to be written; its mappings are cleaned and
+    /// write-protected first (folio_mkclean), so a later write through them dirties it again.
     fn folio_clear_dirty_for_io(&mut self, folio: FolioId) {
+        if self.mem.mapcount(folio) > 0 {
+            self.folio_mkclean(folio);
+        }
         self.mem.clear(folio, pg::DIRTY);
         let nr = self.mem.nr_pages(folio) as u64;
         self.stat.sub(Vm::NrDirty, nr);

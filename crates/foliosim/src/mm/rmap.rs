@@ -5,7 +5,8 @@
 //! folio_referenced_one (clears young bits; one reference per mapping, a PMD counts once; the
 //! flags of the VMAs that referenced it), try_to_unmap_one for anonymous folios going to swap
 //! (split of a PMD mapping, swap PTEs with swap_duplicate, the dirty bit moved to the folio) and
-//! for page-cache folios (PTEs cleared, the dirty bit moved to the folio), and the deferred TLB
+//! for page-cache folios (PTEs cleared, the dirty bit moved to the folio), folio_mkclean before
+//! writeback (page_vma_mkclean_one: mapped PTEs clean and read-only), and the deferred TLB
 //! flush batch (TTU_BATCH_FLUSH, try_to_unmap_flush[_dirty]). Left out: KSM, mlock, migration
 //! entries and exclusive-anon bits. The flushes themselves are in tlb.rs.
 
@@ -77,6 +78,38 @@ impl Kernel {
             pmd |= pt::is_present(p) && p & pt::PMD != 0 && pt::pfn(p) == folio;
         });
         pmd
+    }
+
+    /// folio_mkclean: before writeback, every PTE mapping a page-cache folio is made clean and
+    /// read-only (page_vma_mkclean_one, with its TLB flush), so that the next write through a
+    /// mapping faults and dirties the folio again. Returns the PTEs changed.
+    pub fn folio_mkclean(&mut self, folio: FolioId) -> u32 {
+        let mut mappings = std::mem::take(&mut self.rmap_scratch);
+        mappings.clear();
+        self.for_each_mapping(folio, |mm, vi| mappings.push((mm, vi)));
+        let end = folio + self.mem.nr_pages(folio);
+        let mut cleaned = 0;
+        for &(mm, vi) in &mappings {
+            let (from, nr) = self.folio_ptes(folio, mm, vi);
+            let mut changed = 0;
+            for p in &mut self.mms[mm as usize].vmas[vi].ptes[from..from + nr] {
+                if pt::is_present(*p)
+                    && (folio..end).contains(&pt::pfn(*p))
+                    && *p & (pt::WRITE | pt::DIRTY) != 0
+                {
+                    *p &= !(pt::WRITE | pt::DIRTY);
+                    changed += 1;
+                }
+            }
+            self.charge_time(self.hw.rmap_walk_ns + changed as u64 * self.hw.pte_update_ns);
+            if changed > 0 {
+                let start = self.mms[mm as usize].vmas[vi].start + from as u32;
+                self.flush_tlb_mm_range(mm, start, nr as u64, false);
+                cleaned += changed;
+            }
+        }
+        self.rmap_scratch = mappings;
+        cleaned
     }
 
     /// folio_referenced: clears the young bits of every PTE mapping the folio and returns the
