@@ -58,6 +58,7 @@ fn spec(resident_touches: u64) -> RunSpec {
             }],
         },
         swap: vec![],
+        files: vec![],
         cgroups: vec![],
         knobs: vec![],
         profiles: vec![],

@@ -146,7 +146,7 @@ impl Kernel {
                     self.spawn_user(ts.name.clone(), memcg, ts.node, Rc::new(ops), Report::None);
                 }
                 Program::Xsbench(x) => {
-                    self.xsbench = Some(x.clone());
+                    self.xsbench = Some(*x);
                     let mut mm = None;
                     let mut regions = Vec::new();
                     for i in 0..x.threads {
