@@ -723,8 +723,7 @@ mod tests {
     /// Fills the file's page cache with uptodate order-0 folios nobody has accessed yet.
     fn cache_file(k: &mut Kernel, file: FileId) {
         for index in 0..k.files[file as usize].nr_pages {
-            k.filemap_alloc_folio(file, index, 0, Gfp::USER)
-                .unwrap();
+            k.filemap_alloc_folio(file, index, 0, Gfp::USER).unwrap();
         }
     }
 
