@@ -103,6 +103,7 @@ impl Kernel {
                     self.poisson_advance(mm, vi, idx);
                 }
             }
+            self.arch_clear_flush_young(mm, vi, from, nr, folio);
             let mut young = false;
             for p in &mut self.mms[mm as usize].vmas[vi].ptes[from..from + nr] {
                 if pt::is_present(*p) && (folio..end).contains(&pt::pfn(*p)) && *p & pt::YOUNG != 0
@@ -150,6 +151,9 @@ impl Kernel {
                 if !pt::is_present(p) || !(folio..end).contains(&pt::pfn(p)) {
                     continue;
                 }
+                // ptep_get_and_clear of one PTE of a contpte block unfolds it first.
+                self.contpte_try_unfold(mm, vi, i);
+                let p = self.mms[mm as usize].vmas[vi].ptes[i];
                 split_pmd |= p & pt::PMD != 0;
                 dirty |= p & pt::DIRTY != 0;
                 self.unmap_flush_pte(mm, start + i as u32, p);

@@ -240,6 +240,8 @@ impl Kernel {
                     }
                     self.split_huge_pmd(mm, vi, folio);
                 }
+                // get_and_clear_full_ptes: only a contpte block the batch covers in part unfolds.
+                self.contpte_try_unfold_partial(mm, vi, i as usize, nr as usize);
                 let ptes = &mut self.mms[mm as usize].vmas[vi].ptes;
                 let (mut dirty, mut young) = (false, false);
                 for p in &mut ptes[i as usize..(i + nr) as usize] {
