@@ -92,19 +92,26 @@ impl Kernel {
     /// 16 plain PTEs (with a synchronous flush) before the PTE is changed.
     pub fn contpte_try_unfold(&mut self, mm: u32, vi: usize, idx: usize) {
         if self.mms[mm as usize].vmas[vi].ptes[idx] & pt::CONT != 0 {
-            let first = idx - idx % CONT_PTES as usize;
+            let first = self.contpte_block_start(mm, vi, idx);
             self.contpte_convert(mm, vi, first, false);
         }
+    }
+
+    /// The slot of the first PTE of the aligned block that holds slot `idx` (blocks are aligned
+    /// in the address space, not in the VMA).
+    fn contpte_block_start(&self, mm: u32, vi: usize, idx: usize) -> usize {
+        let vpn = self.mms[mm as usize].vmas[vi].start + idx as u32;
+        idx - (vpn % CONT_PTES) as usize
     }
 
     /// contpte_try_unfold_partial: a batch of `nr` PTEs from slot `from` is about to be cleared;
     /// blocks it covers only in part are unfolded, whole blocks are cleared as they are.
     pub fn contpte_try_unfold_partial(&mut self, mm: u32, vi: usize, from: usize, nr: usize) {
-        let cont = CONT_PTES as usize;
-        if from % cont != 0 || nr < cont {
+        let end_vpn = self.mms[mm as usize].vmas[vi].start + (from + nr) as u32;
+        if self.contpte_block_start(mm, vi, from) != from || nr < CONT_PTES as usize {
             self.contpte_try_unfold(mm, vi, from);
         }
-        if (from + nr) % cont != 0 {
+        if end_vpn % CONT_PTES != 0 {
             self.contpte_try_unfold(mm, vi, from + nr - 1);
         }
     }
@@ -140,7 +147,6 @@ impl Kernel {
         if self.hw.arch != Arch::Arm64 {
             return;
         }
-        let cont = CONT_PTES as usize;
         let end = folio + self.mem.nr_pages(folio);
         let start = self.mms[mm as usize].vmas[vi].start;
         let mut flushed_block = usize::MAX;
@@ -150,7 +156,7 @@ impl Kernel {
                 continue;
             }
             if p & pt::CONT != 0 {
-                let first = idx - idx % cont;
+                let first = self.contpte_block_start(mm, vi, idx);
                 if first != flushed_block {
                     flushed_block = first;
                     self.tlbi_vale1is(mm, start + first as u32, CONT_PTES);
@@ -233,6 +239,24 @@ mod tests {
         k.zap_range(mm, vi, 23, 24, false);
         assert_eq!(k.clock_ns - t0, plain_ns + convert_ns(&k));
         assert!(!folded(&k, mm, start + 16));
+    }
+
+    #[test]
+    fn blocks_are_aligned_in_the_address_space_not_in_the_vma() {
+        let (mut k, mm, _) = boot("arm64-altra");
+        let start = k.mmap_anon(mm, 64);
+        assert_ne!(start % CONT_PTES, 0);
+        let block = start.next_multiple_of(CONT_PTES);
+        k.touch(mm, block + 3, true, content::DATA_DEFAULT).unwrap();
+        assert!(folded(&k, mm, block));
+        let vi = k.mms[mm as usize].find_vma(start).unwrap();
+        let idx = (block - start) as usize;
+        // A one-page zap at the block's last page unfolds exactly that block.
+        k.zap_range(mm, vi, idx as u32 + 15, idx as u32 + 16, false);
+        let block_ptes = ptes(&k, mm, block, 15);
+        assert!(block_ptes
+            .iter()
+            .all(|&p| pt::is_present(p) && p & pt::CONT == 0));
     }
 
     #[test]
