@@ -2,10 +2,12 @@
 //! machine, in integer nanoseconds (or bytes per second, or picoseconds where a field says so),
 //! each value with the source it comes from.
 //!
-//! A profile is a flat table of per-operation costs: a fault entry, clearing or copying a 4 KiB
-//! page, one PTE store, a local or remote TLB flush, one step of reclaim or of an rmap walk, a
-//! device transfer, a memory-tier access. Mechanisms in `mm/` add these up; nothing in a profile
-//! knows about any scenario. A value is a published measurement where one was found (paper,
+//! A profile is the machine's architecture (which TLB-maintenance model runs) and a flat table of
+//! per-operation costs: a fault entry, clearing or copying a 4 KiB page, one PTE store, a local
+//! or remote (IPI) TLB flush on x86, a broadcast TLBI or a DSB wait on arm64, one step of reclaim
+//! or of an rmap walk, a device transfer, a memory-tier access. A field the other architecture's
+//! mechanism uses is 0 and its source says so. Mechanisms in `mm/` add these up; nothing in a
+//! profile knows about any scenario. A value is a published measurement where one was found (paper,
 //! vendor datasheet, kernel mailing-list measurement), a stated derivation from other fields
 //! (computed in the table below, so it cannot drift), or an `estimate:` whose reasoning is given.
 //! No value is tuned to make an experiment come out.

@@ -107,11 +107,11 @@ impl Kernel {
     /// contpte_try_unfold_partial: a batch of `nr` PTEs from slot `from` is about to be cleared;
     /// blocks it covers only in part are unfolded, whole blocks are cleared as they are.
     pub fn contpte_try_unfold_partial(&mut self, mm: u32, vi: usize, from: usize, nr: usize) {
-        let end_vpn = self.mms[mm as usize].vmas[vi].start + (from + nr) as u32;
-        if self.contpte_block_start(mm, vi, from) != from || nr < CONT_PTES as usize {
+        let vpn = self.mms[mm as usize].vmas[vi].start + from as u32;
+        if vpn % CONT_PTES != 0 || nr < CONT_PTES as usize {
             self.contpte_try_unfold(mm, vi, from);
         }
-        if end_vpn % CONT_PTES != 0 {
+        if (vpn + nr as u32) % CONT_PTES != 0 {
             self.contpte_try_unfold(mm, vi, from + nr - 1);
         }
     }

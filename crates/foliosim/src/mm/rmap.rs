@@ -7,7 +7,8 @@
 //! (split of a PMD mapping, swap PTEs with swap_duplicate, the dirty bit moved to the folio) and
 //! for page-cache folios (PTEs cleared, the dirty bit moved to the folio), and the deferred TLB
 //! flush batch (TTU_BATCH_FLUSH, try_to_unmap_flush[_dirty]). Left out: KSM, mlock, migration
-//! entries and exclusive-anon bits. The flushes themselves are in tlb.rs.
+//! entries and exclusive-anon bits. The flushes themselves are in tlb.rs, arm64's contiguous-PTE
+//! unfolding and young-bit TLBIs in contpte.rs.
 
 use super::folio::{pg, FolioId};
 use super::pagetable::{self as pt};
