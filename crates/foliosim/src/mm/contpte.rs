@@ -13,8 +13,8 @@
 //! contpte_wrprotect_ptes leaves whole blocks folded (fork write-protects whole VMAs here);
 //! contpte_ptep_clear_flush_young clears young on the block and issues 16 TLBIs without a DSB.
 //! Only arm64 profiles (Arch::Arm64) have contiguous PTEs.
-//! Left out: the PTEs __split_huge_pmd writes one by one are never folded (automatic folding
-//! could fold them), madvise's young clearing (madvise.rs) does not unfold, and kernel mappings.
+//! A PMD split (without freeze) writes its PTEs with one set_ptes, so they come out folded.
+//! Left out: madvise's young clearing (madvise.rs) does not unfold, and kernel mappings.
 
 use super::pagetable::{self as pt};
 use super::Kernel;
@@ -239,6 +239,25 @@ mod tests {
         k.zap_range(mm, vi, 23, 24, false);
         assert_eq!(k.clock_ns - t0, plain_ns + convert_ns(&k));
         assert!(!folded(&k, mm, start + 16));
+    }
+
+    #[test]
+    fn a_pmd_split_maps_the_ptes_folded() {
+        let (mut k, mm, start) = boot("arm64-altra");
+        k.touch(mm, start, true, content::DATA_DEFAULT).unwrap();
+        let vi = k.mms[mm as usize].find_vma(start).unwrap();
+        // Stand-in for a PMD mapping: the simulator keeps a PMD's PTEs with the PMD bit.
+        for p in &mut k.mms[mm as usize].vmas[vi].ptes[0..16] {
+            *p = (*p & !pt::CONT) | pt::PMD;
+        }
+        let folio = k.mem.head_of(pt::pfn(ptes(&k, mm, start, 1)[0]));
+        // __split_huge_pmd_locked's set_ptes folds without a flush.
+        let t0 = k.clock_ns;
+        k.remap_pmd_with_ptes(mm, vi, folio);
+        assert_eq!(k.clock_ns, t0);
+        assert!(ptes(&k, mm, start, 16)
+            .iter()
+            .all(|&p| p & (pt::PMD | pt::CONT) == pt::CONT));
     }
 
     #[test]

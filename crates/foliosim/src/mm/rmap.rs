@@ -152,10 +152,17 @@ impl Kernel {
                 if !pt::is_present(p) || !(folio..end).contains(&pt::pfn(p)) {
                     continue;
                 }
+                if p & pt::PMD != 0 {
+                    // TTU_SPLIT_HUGE_PMD: an anonymous PMD is split into PTEs first (contpte
+                    // blocks on arm64); a file PMD is just cleared.
+                    if !file {
+                        self.remap_pmd_with_ptes(mm, vi, folio);
+                    }
+                    split_pmd = true;
+                }
                 // ptep_get_and_clear of one PTE of a contpte block unfolds it first.
                 self.contpte_try_unfold(mm, vi, i);
                 let p = self.mms[mm as usize].vmas[vi].ptes[i];
-                split_pmd |= p & pt::PMD != 0;
                 dirty |= p & pt::DIRTY != 0;
                 self.unmap_flush_pte(mm, start + i as u32, p);
                 if file {
