@@ -41,8 +41,8 @@ impl Kernel {
         while idx + cont <= from + nr {
             let vpn = v.start + idx as u32;
             let first = v.ptes[idx];
-            if vpn % CONT_PTES == 0
-                && pt::pfn(first) % CONT_PTES == 0
+            if vpn.is_multiple_of(CONT_PTES)
+                && pt::pfn(first).is_multiple_of(CONT_PTES)
                 && pt::is_accessible(first)
                 && first & pt::PMD == 0
             {
@@ -108,10 +108,10 @@ impl Kernel {
     /// blocks it covers only in part are unfolded, whole blocks are cleared as they are.
     pub fn contpte_try_unfold_partial(&mut self, mm: u32, vi: usize, from: usize, nr: usize) {
         let vpn = self.mms[mm as usize].vmas[vi].start + from as u32;
-        if vpn % CONT_PTES != 0 || nr < CONT_PTES as usize {
+        if !vpn.is_multiple_of(CONT_PTES) || nr < CONT_PTES as usize {
             self.contpte_try_unfold(mm, vi, from);
         }
-        if (vpn + nr as u32) % CONT_PTES != 0 {
+        if !(vpn + nr as u32).is_multiple_of(CONT_PTES) {
             self.contpte_try_unfold(mm, vi, from + nr - 1);
         }
     }
