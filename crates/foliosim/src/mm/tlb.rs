@@ -29,8 +29,8 @@ use crate::stats::Vm;
 pub const MAX_CPUS: usize = 256;
 /// Above this many pages a range flush becomes a full flush (tlb_single_page_flush_ceiling).
 pub const TLB_SINGLE_PAGE_FLUSH_CEILING: u64 = 33;
-/// arm64: from this many pages a range flush becomes one ASID flush (MAX_DVM_OPS, called
-/// MAX_TLBI_OPS before v6.13: PTRS_PER_PTE), on cores without range TLBIs.
+/// arm64: from this many pages a range flush becomes one ASID flush on cores without range
+/// TLBIs (PTRS_PER_PTE: MAX_TLBI_OPS in v6.9, later renamed MAX_DVM_OPS).
 pub const MAX_DVM_OPS: u64 = 512;
 pub const NO_MM: u32 = u32::MAX;
 
