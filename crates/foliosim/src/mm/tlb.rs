@@ -352,18 +352,29 @@ impl Kernel {
     }
 
     /// flush_tlb_mm_range over `nr_pages` pages from `vpn` of `mm` (`freed_tables`: page tables
-    /// went too). On arm64: __flush_tlb_range, or flush_tlb_mm from MAX_DVM_OPS pages.
+    /// went too), as the architecture does it.
     pub fn flush_tlb_mm_range(&mut self, mm: u32, vpn: u32, nr_pages: u64, freed_tables: bool) {
-        if self.hw.arch == Arch::Arm64 {
+        match self.hw.arch {
+            Arch::X86 => self.x86_flush_tlb_mm_range(mm, vpn, nr_pages, freed_tables),
             // A freed table only changes which TLBI is used (VAE1IS, not VALE1IS), not how many.
-            if nr_pages >= MAX_DVM_OPS {
-                self.tlbi_aside1is(mm);
-            } else {
-                self.tlbi_vale1is(mm, vpn, nr_pages as u32);
-            }
-            self.dsb_ish();
-            return;
+            Arch::Arm64 => self.arm64_flush_tlb_range(mm, vpn, nr_pages),
         }
+    }
+
+    /// arm64 __flush_tlb_range: a TLBI per page and one DSB, or flush_tlb_mm (one ASID TLBI and
+    /// the DSB) from MAX_DVM_OPS pages.
+    fn arm64_flush_tlb_range(&mut self, mm: u32, vpn: u32, nr_pages: u64) {
+        if nr_pages >= MAX_DVM_OPS {
+            self.tlbi_aside1is(mm);
+        } else {
+            self.tlbi_vale1is(mm, vpn, nr_pages as u32);
+        }
+        self.dsb_ish();
+    }
+
+    /// x86 flush_tlb_mm_range: INVLPGs up to the ceiling, else a full flush; IPIs to the other
+    /// CPUs of mm_cpumask.
+    fn x86_flush_tlb_mm_range(&mut self, mm: u32, vpn: u32, nr_pages: u64, freed_tables: bool) {
         let range = if nr_pages <= TLB_SINGLE_PAGE_FLUSH_CEILING && !freed_tables {
             FlushRange::Pages {
                 mm,
@@ -456,15 +467,14 @@ impl Kernel {
     /// arch_tlbbatch_flush of a batch (the mask is left for the caller, as MIGRC needs it). On
     /// arm64 the TLBIs are out already: one DSB waits for them all.
     pub fn arch_tlbbatch_flush(&mut self, batch: &TlbBatch) {
-        if self.hw.arch == Arch::Arm64 {
-            self.dsb_ish();
-            return;
-        }
         let cpu = self.current_cpu;
-        if batch.cpumask.has_other_than(cpu) {
-            self.flush_tlb_multi(&batch.cpumask, FlushRange::All, false);
-        } else if batch.cpumask.test(cpu) {
-            self.flush_tlb_func(cpu, FlushRange::All);
+        match self.hw.arch {
+            Arch::X86 if batch.cpumask.has_other_than(cpu) => {
+                self.flush_tlb_multi(&batch.cpumask, FlushRange::All, false)
+            }
+            Arch::X86 if batch.cpumask.test(cpu) => self.flush_tlb_func(cpu, FlushRange::All),
+            Arch::X86 => {}
+            Arch::Arm64 => self.dsb_ish(),
         }
     }
 
