@@ -201,9 +201,14 @@ impl Kernel {
         let mut mapcounts = vec![0u8; nr as usize];
         let mut pte_updates = 0u64;
         for &(mm, vi) in &mappings {
-            let v = &mut self.mms[mm as usize].vmas[vi];
+            let v = &self.mms[mm as usize].vmas[vi];
             let from = (index - v.start) as usize;
             let upto = (from + nr as usize).min(v.ptes.len());
+            // try_to_migrate clears the PTEs one by one: each contpte block unfolds first.
+            for idx in (from..upto).step_by(super::contpte::CONT_PTES as usize) {
+                self.contpte_try_unfold(mm, vi, idx);
+            }
+            let v = &mut self.mms[mm as usize].vmas[vi];
             let start = v.start;
             let mut pmd = false;
             let mut cleared = Vec::new();

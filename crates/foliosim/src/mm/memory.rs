@@ -65,8 +65,8 @@ impl Kernel {
             self.handle_mm_fault(mm, vi, vpn, write)?;
         }
         let pte = self.mms[mm as usize].vmas[vi].ptes[idx];
-        let huge = pte & pt::PMD != 0;
-        self.clock_ns += self.tlb_access(mm, vpn, huge, write);
+        let (huge, cont) = (pte & pt::PMD != 0, pte & pt::CONT != 0);
+        self.clock_ns += self.tlb_access(mm, vpn, huge, cont, write);
         let pte = &mut self.mms[mm as usize].vmas[vi].ptes[idx];
         if pt::is_present(*pte) {
             *pte |= pt::YOUNG;
@@ -256,6 +256,9 @@ impl Kernel {
         for i in 0..nr as usize {
             v.ptes[from + i] = pt::mk_present(folio + i as u32, flag);
         }
+        if !pmd {
+            self.arch_set_ptes(mm, vi, from, nr as usize);
+        }
         self.mms[mm as usize].rss_anon += nr as u64;
         self.mem.add_mapcount(folio, nr as i32);
         self.charge_time(
@@ -359,6 +362,7 @@ impl Kernel {
             let idx = (base_vpn + i - start) as usize;
             self.mms[mm as usize].vmas[vi].ptes[idx] = pt::mk_present(first_page + i, flags);
         }
+        self.arch_set_ptes(mm, vi, (base_vpn - start) as usize, nr as usize);
         self.mms[mm as usize].rss_anon += nr as u64;
         self.mm_add_swapents(mm, -(nr as i64));
         self.mem.add_mapcount(folio, nr as i32);
@@ -423,6 +427,9 @@ impl Kernel {
             self.split_huge_pmd_file(mm, vi, old);
             return self.do_fault(mm, vi, vpn, true);
         }
+        // Making the PTE writable (ptep_set_access_flags) or replacing it (ptep_clear_flush)
+        // unfolds its contpte block.
+        self.contpte_try_unfold(mm, vi, idx);
         if file && self.mms[mm as usize].vmas[vi].flags & VM_SHARED != 0 {
             // wp_page_shared: page_mkwrite dirties the folio, then the PTE is reused writable.
             self.folio_mark_dirty(old);
@@ -653,6 +660,7 @@ impl Kernel {
             debug_assert_eq!(v.ptes[from + i], pt::PTE_NONE);
             v.ptes[from + i] = pt::mk_present(page + i as u32, flags);
         }
+        self.arch_set_ptes(mm, vi, from, nr as usize);
         self.mms[mm as usize].rss_file += nr as u64;
         self.mem.add_mapcount(folio, nr as i32);
         self.charge_time(nr as u64 * self.hw.pte_update_ns);

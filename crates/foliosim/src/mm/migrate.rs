@@ -36,11 +36,11 @@ pub enum MigrateReason {
 
 /// One PTE cleared by try_to_migrate, to be pointed at the destination.
 #[derive(Clone, Copy, Debug)]
-struct MigrationEntry {
+pub(super) struct MigrationEntry {
     mm: u32,
     vi: usize,
-    idx: usize,
-    pte: Pte,
+    pub(super) idx: usize,
+    pub(super) pte: Pte,
 }
 
 /// A folio unmapped by migrate_pages_batch, waiting for the move phase; its migration entries
@@ -284,7 +284,7 @@ impl Kernel {
 
     /// try_to_migrate: clears every PTE that maps `src`, deferring or doing their flushes, and
     /// appends one migration entry per PTE to `entries`.
-    fn try_to_migrate(&mut self, src: FolioId, entries: &mut Vec<MigrationEntry>) {
+    pub(super) fn try_to_migrate(&mut self, src: FolioId, entries: &mut Vec<MigrationEntry>) {
         let end = src + self.mem.nr_pages(src);
         let first = entries.len();
         let mut mappings = std::mem::take(&mut self.migrate_scratch.mappings);
@@ -299,6 +299,8 @@ impl Kernel {
                 if !pt::is_present(pte) || !(src..end).contains(&pt::pfn(pte)) {
                     continue;
                 }
+                self.contpte_try_unfold(mm, vi, idx);
+                let pte = self.mms[mm as usize].vmas[vi].ptes[idx];
                 self.mms[mm as usize].vmas[vi].ptes[idx] = pt::PTE_NONE;
                 if pte & pt::DIRTY != 0 {
                     self.folio_mark_dirty(src);
@@ -349,6 +351,8 @@ impl Kernel {
             }
             let pfn = dst + (pt::pfn(old) - src);
             self.mms[e.mm as usize].vmas[e.vi].ptes[e.idx] = pt::mk_present(pfn, flags);
+            // remove_migration_pte sets one PTE at a time: automatic contpte folding.
+            self.arch_set_ptes(e.mm, e.vi, e.idx, 1);
             if flags & pt::YOUNG == 0 {
                 self.poisson_rearm(e.mm, e.vi, e.idx);
             }

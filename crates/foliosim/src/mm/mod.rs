@@ -1,6 +1,7 @@
 //! The simulated kernel: one `Kernel` holds the machine's memory-management state, and the files
 //! of this module add its mechanisms, each named after the kernel file it models.
 
+pub mod contpte;
 pub mod filemap;
 pub mod folio;
 pub mod huge_memory;

@@ -186,6 +186,9 @@ impl Kernel {
             if self.numa_tiering() && !toptier {
                 self.folio_xchg_access_time(folio, now_ms);
             }
+            // ptep_modify_prot_start clears the PTE: a contpte block unfolds (PAGE_NONE PTEs
+            // are not valid, so nothing folds them again).
+            self.contpte_try_unfold(mm, vi, idx);
             let p = &mut self.mms[mm as usize].vmas[vi].ptes[idx];
             *p = (*p | pt::PROTNONE) & !pt::WRITE;
             self.poisson_rearm(mm, vi, idx);
@@ -313,6 +316,7 @@ impl Kernel {
             *p |= pt::WRITE;
         }
         self.charge_time(self.hw.pte_update_ns);
+        self.arch_set_ptes(mm, vi, idx, 1);
     }
 
     /// migrate_misplaced_folio_prepare + migrate_misplaced_folio. True if the folio moved.

@@ -6,6 +6,7 @@
 //! so that per-page lookups stay one array index; the PMD-level state is derived from that bit.
 //! NUMA hinting PTEs (PAGE_NONE set by change_prot_numa) keep PRESENT and add PROTNONE, as
 //! pte_present() is true for them in the kernel; only pte_accessible() tells them apart.
+//! On arm64 the contiguous bit (PTE_CONT) marks PTEs folded into a contpte block.
 //! Left out: migration/device entries (migration here is atomic under the simulator), soft-dirty,
 //! uffd bits, protection keys.
 
@@ -20,6 +21,9 @@ pub const WRITE: u64 = 1 << 3;
 pub const PMD: u64 = 1 << 4;
 /// PAGE_NONE protection of a NUMA hinting fault: present but not accessible.
 pub const PROTNONE: u64 = 1 << 5;
+/// arm64 PTE_CONT: one of 16 naturally aligned PTEs that map 16 contiguous pages of one folio
+/// with the same attributes (mm/contpte.rs). Never set on x86.
+pub const CONT: u64 = 1 << 6;
 const SWAP: u64 = 1 << 8;
 /// Read-only mapping of the shared zero page: not present as far as folios go.
 pub const ZERO_PAGE: Pte = 1 << 9;

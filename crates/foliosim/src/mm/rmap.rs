@@ -8,7 +8,8 @@
 //! for page-cache folios (PTEs cleared, the dirty bit moved to the folio), folio_mkclean before
 //! writeback (page_vma_mkclean_one: mapped PTEs clean and read-only), and the deferred TLB
 //! flush batch (TTU_BATCH_FLUSH, try_to_unmap_flush[_dirty]). Left out: KSM, mlock, migration
-//! entries and exclusive-anon bits. The flushes themselves are in tlb.rs.
+//! entries and exclusive-anon bits. The flushes themselves are in tlb.rs, arm64's contiguous-PTE
+//! unfolding and young-bit TLBIs in contpte.rs.
 
 use super::folio::{pg, FolioId};
 use super::pagetable::{self as pt};
@@ -136,6 +137,7 @@ impl Kernel {
                     self.poisson_advance(mm, vi, idx);
                 }
             }
+            self.arch_clear_flush_young(mm, vi, from, nr, folio);
             let mut young = false;
             for p in &mut self.mms[mm as usize].vmas[vi].ptes[from..from + nr] {
                 if pt::is_present(*p) && (folio..end).contains(&pt::pfn(*p)) && *p & pt::YOUNG != 0
@@ -183,7 +185,17 @@ impl Kernel {
                 if !pt::is_present(p) || !(folio..end).contains(&pt::pfn(p)) {
                     continue;
                 }
-                split_pmd |= p & pt::PMD != 0;
+                if p & pt::PMD != 0 {
+                    // TTU_SPLIT_HUGE_PMD: an anonymous PMD is split into PTEs first (contpte
+                    // blocks on arm64); a file PMD is just cleared.
+                    if !file {
+                        self.remap_pmd_with_ptes(mm, vi, folio);
+                    }
+                    split_pmd = true;
+                }
+                // ptep_get_and_clear of one PTE of a contpte block unfolds it first.
+                self.contpte_try_unfold(mm, vi, i);
+                let p = self.mms[mm as usize].vmas[vi].ptes[i];
                 dirty |= p & pt::DIRTY != 0;
                 self.unmap_flush_pte(mm, start + i as u32, p);
                 if file {

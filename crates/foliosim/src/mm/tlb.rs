@@ -1,23 +1,37 @@
-//! TLBs and TLB shootdowns: per-CPU TLBs, mm_cpumask, local and remote (IPI) flushes, the batched
-//! unmap flush and its pending generation.
+//! TLBs and TLB shootdowns: per-CPU TLBs, the flushes of each architecture, the batched unmap
+//! flush and its pending generation.
 //!
-//! Models arch/x86/mm/tlb.c (v6.7 era: flush_tlb_mm_range with tlb_single_page_flush_ceiling,
-//! native_flush_tlb_multi with the lazy-TLB condition, flush_tlb_func, arch_tlbbatch_flush, the four
-//! DEBUG_TLBFLUSH counters) and the batch helpers of mm/rmap.c (should_defer_flush,
-//! set_tlb_ubc_flush_pending, try_to_unmap_flush[_dirty], flush_tlb_batched_pending). mm_cpumask
-//! follows v6.7: a CPU joins when it switches to the mm, leaves when it switches to another user
-//! mm, and stays (lazy) under a kernel thread. Each CPU's TLB is one direct-mapped array of 4K
-//! and 2M translations tagged by mm; a full flush invalidates it all, an INVLPG one entry.
+//! x86 (the x86-server profile) models arch/x86/mm/tlb.c (v6.7 era: flush_tlb_mm_range with
+//! tlb_single_page_flush_ceiling, native_flush_tlb_multi with the lazy-TLB condition,
+//! flush_tlb_func, arch_tlbbatch_flush, the four DEBUG_TLBFLUSH counters). mm_cpumask follows
+//! v6.7: a CPU joins when it switches to the mm, leaves when it switches to another user mm, and
+//! stays (lazy) under a kernel thread.
+//! arm64 (arm64-altra) models arch/arm64/include/asm/tlbflush.h (v6.9-v6.12): every user flush
+//! is broadcast by the initiator, one TLBI ...IS per page (__flush_tlb_range, flush_tlb_page) or
+//! one TLBI ASIDE1IS for MAX_DVM_OPS pages or more (flush_tlb_mm), then one DSB ISH; no IPI, no
+//! cost on the other CPUs, and none of the nr_tlb_* counters (only arch/x86 counts them).
+//! Batched unmap always defers (arch_tlbbatch_should_defer: Altra needs no REPEAT_TLBI
+//! workaround), issues the TLBI when the PTE is cleared (arch_tlbbatch_add_pending) and waits
+//! once at arch_tlbbatch_flush; arch_flush_tlb_batched_pending is a DSB.
+//! The batch helpers of mm/rmap.c (should_defer_flush, set_tlb_ubc_flush_pending,
+//! try_to_unmap_flush[_dirty], flush_tlb_batched_pending) are shared.
+//! Each CPU's TLB is one direct-mapped array of 4K, 64K-contiguous (arm64 contpte) and 2M
+//! translations tagged by mm; a full flush invalidates it all, a page flush one page.
 //! Left out: PCID/ASID recycling, the v6.14+ lazy cpumask trimming, KVM's paravirtual flush
-//! (preempted vCPUs skipped), the iTLB beyond a fixed number of code pages refilled after a full
-//! flush, and flushes of kernel mappings (flush_tlb_one_kernel).
+//! (preempted vCPUs skipped), arm64 range TLBIs (FEAT_TLBIRANGE, which Neoverse N1 lacks), PMD-
+//! stride flushes (a PMD's range is flushed as 512 pages), the iTLB beyond a fixed number of
+//! code pages refilled after a full flush, and flushes of kernel mappings.
 
 use super::Kernel;
+use crate::machine::hw::Arch;
 use crate::stats::Vm;
 
 pub const MAX_CPUS: usize = 256;
 /// Above this many pages a range flush becomes a full flush (tlb_single_page_flush_ceiling).
 pub const TLB_SINGLE_PAGE_FLUSH_CEILING: u64 = 33;
+/// arm64: from this many pages a range flush becomes one ASID flush on cores without range
+/// TLBIs (PTRS_PER_PTE: MAX_TLBI_OPS in v6.9, later renamed MAX_DVM_OPS).
+pub const MAX_DVM_OPS: u64 = 512;
 pub const NO_MM: u32 = u32::MAX;
 
 /// A set of CPUs (struct cpumask).
@@ -83,17 +97,24 @@ pub struct CpuTlb {
 }
 
 const TAG_INVALID: u64 = u64::MAX;
+const TAG_CONT: u64 = 1 << 55;
 const TAG_HUGE: u64 = 1 << 56;
-/// A tag is the vpn (bits 0-31), the mm (32-55), the huge bit (56) and the flush generation
-/// (57-63): a full flush bumps the generation instead of clearing every entry.
+/// A tag is the vpn (bits 0-31), the mm (32-54), the contiguous bit (55), the huge bit (56) and
+/// the flush generation (57-63): a full flush bumps the generation instead of clearing every
+/// entry.
+const MM_MASK: u64 = 0x7f_ffff;
 const GEN_SHIFT: u32 = 57;
 const GEN_MASK: u64 = (1 << (64 - GEN_SHIFT)) - 1;
+/// Pages one contpte TLB entry covers (CONT_PTES with 4K pages).
+const CONT_PAGES_SHIFT: u32 = 4;
 
 #[inline]
-fn tag_of(mm: u32, vpn: u32, huge: bool) -> u64 {
-    let mm = (mm as u64 & 0xff_ffff) << 32;
+fn tag_of(mm: u32, vpn: u32, huge: bool, cont: bool) -> u64 {
+    let mm = (mm as u64 & MM_MASK) << 32;
     if huge {
         TAG_HUGE | mm | (vpn >> 9) as u64
+    } else if cont {
+        TAG_CONT | mm | (vpn >> CONT_PAGES_SHIFT) as u64
     } else {
         mm | vpn as u64
     }
@@ -120,10 +141,11 @@ impl CpuTlb {
         ((hash as u128 * self.tags.len() as u128) >> 64) as usize
     }
 
-    /// Looks up and fills the translation; true on a hit.
+    /// Looks up and fills the translation (`cont`: of a contpte block, one entry for its 16
+    /// pages); true on a hit.
     #[inline]
-    pub fn access(&mut self, mm: u32, vpn: u32, huge: bool) -> bool {
-        let tag = tag_of(mm, vpn, huge);
+    pub fn access(&mut self, mm: u32, vpn: u32, huge: bool, cont: bool) -> bool {
+        let tag = tag_of(mm, vpn, huge, cont);
         let s = self.slot(tag);
         let tag = tag | self.gen << GEN_SHIFT;
         let hit = self.tags[s] == tag;
@@ -134,7 +156,7 @@ impl CpuTlb {
     /// Where a translation would sit, for prefetching.
     #[inline]
     pub fn entry(&self, mm: u32, vpn: u32) -> &u64 {
-        &self.tags[self.slot(tag_of(mm, vpn, false))]
+        &self.tags[self.slot(tag_of(mm, vpn, false, false))]
     }
 
     pub fn flush_all(&mut self) {
@@ -146,12 +168,25 @@ impl CpuTlb {
     }
 
     pub fn flush_one(&mut self, mm: u32, vpn: u32) {
-        for huge in [false, true] {
-            let tag = tag_of(mm, vpn, huge);
+        for (huge, cont) in [(false, false), (true, false), (false, true)] {
+            let tag = tag_of(mm, vpn, huge, cont);
             let s = self.slot(tag);
             if self.tags[s] == tag | self.gen << GEN_SHIFT {
                 self.tags[s] = TAG_INVALID;
             }
+        }
+    }
+
+    /// Invalidates every translation of `mm` (TLBI ASIDE1IS), leaving other mms' entries.
+    pub fn flush_mm(&mut self, mm: u32) {
+        let mm = mm as u64 & MM_MASK;
+        for t in self.tags.iter_mut() {
+            if *t != TAG_INVALID && *t >> GEN_SHIFT == self.gen && (*t >> 32) & MM_MASK == mm {
+                *t = TAG_INVALID;
+            }
+        }
+        if self.loaded_mm as u64 & MM_MASK == mm {
+            self.itlb_cold = true;
         }
     }
 }
@@ -235,9 +270,9 @@ impl Kernel {
 
     /// A data access through the current CPU's TLB; returns its cost beyond the memory access.
     #[inline]
-    pub fn tlb_access(&mut self, mm: u32, vpn: u32, huge: bool, write: bool) -> u64 {
+    pub fn tlb_access(&mut self, mm: u32, vpn: u32, huge: bool, cont: bool, write: bool) -> u64 {
         let cpu = self.current_cpu as usize;
-        if self.cpu_tlbs[cpu].access(mm, vpn, huge) {
+        if self.cpu_tlbs[cpu].access(mm, vpn, huge, cont) {
             return 0;
         }
         self.stat.count(
@@ -316,8 +351,30 @@ impl Kernel {
         }
     }
 
-    /// flush_tlb_mm_range over `nr_pages` pages from `vpn` of `mm`.
+    /// flush_tlb_mm_range over `nr_pages` pages from `vpn` of `mm` (`freed_tables`: page tables
+    /// went too), as the architecture does it.
     pub fn flush_tlb_mm_range(&mut self, mm: u32, vpn: u32, nr_pages: u64, freed_tables: bool) {
+        match self.hw.arch {
+            Arch::X86 => self.x86_flush_tlb_mm_range(mm, vpn, nr_pages, freed_tables),
+            // A freed table only changes which TLBI is used (VAE1IS, not VALE1IS), not how many.
+            Arch::Arm64 => self.arm64_flush_tlb_range(mm, vpn, nr_pages),
+        }
+    }
+
+    /// arm64 __flush_tlb_range: a TLBI per page and one DSB, or flush_tlb_mm (one ASID TLBI and
+    /// the DSB) from MAX_DVM_OPS pages.
+    fn arm64_flush_tlb_range(&mut self, mm: u32, vpn: u32, nr_pages: u64) {
+        if nr_pages >= MAX_DVM_OPS {
+            self.tlbi_aside1is(mm);
+        } else {
+            self.tlbi_vale1is(mm, vpn, nr_pages as u32);
+        }
+        self.dsb_ish();
+    }
+
+    /// x86 flush_tlb_mm_range: INVLPGs up to the ceiling, else a full flush; IPIs to the other
+    /// CPUs of mm_cpumask.
+    fn x86_flush_tlb_mm_range(&mut self, mm: u32, vpn: u32, nr_pages: u64, freed_tables: bool) {
         let range = if nr_pages <= TLB_SINGLE_PAGE_FLUSH_CEILING && !freed_tables {
             FlushRange::Pages {
                 mm,
@@ -341,11 +398,39 @@ impl Kernel {
         self.flush_tlb_mm_range(mm, 0, u64::MAX, true);
     }
 
-    /// should_defer_flush: batch only when the mm may be live on another CPU.
+    /// should_defer_flush for a TTU_BATCH_FLUSH unmap (arch_tlbbatch_should_defer): on x86 only
+    /// when the mm may be live on another CPU; on arm64 always.
     pub fn should_defer_flush(&self, mm: u32) -> bool {
-        self.mms[mm as usize]
-            .cpumask
-            .has_other_than(self.current_cpu)
+        match self.hw.arch {
+            Arch::X86 => self.mms[mm as usize]
+                .cpumask
+                .has_other_than(self.current_cpu),
+            Arch::Arm64 => true,
+        }
+    }
+
+    /// arm64: one broadcast TLBI VALE1IS per page from `vpn`, not waited for. Every CPU's TLB
+    /// drops the pages (the hardware broadcast reaches them all without interrupting them).
+    pub fn tlbi_vale1is(&mut self, mm: u32, vpn: u32, nr: u32) {
+        for c in self.cpu_tlbs.iter_mut() {
+            for i in 0..nr {
+                c.flush_one(mm, vpn + i);
+            }
+        }
+        self.charge_time(nr as u64 * self.hw.tlbi_broadcast_ns);
+    }
+
+    /// arm64: one broadcast TLBI ASIDE1IS: every translation of `mm` on every CPU.
+    fn tlbi_aside1is(&mut self, mm: u32) {
+        for c in self.cpu_tlbs.iter_mut() {
+            c.flush_mm(mm);
+        }
+        self.charge_time(self.hw.tlbi_broadcast_ns);
+    }
+
+    /// arm64: DSB ISH, waiting until the TLBIs issued so far have completed everywhere.
+    pub fn dsb_ish(&mut self) {
+        self.charge_time(self.hw.dsb_ish_ns);
     }
 
     /// The flush for one PTE cleared by an unmap (`pte` is its old value): deferred into the
@@ -370,18 +455,26 @@ impl Kernel {
             b.flush_required = true;
             b.writable |= dirty;
             self.mms[mm as usize].tlb_flush_batched_pending += 1;
+            if self.hw.arch == Arch::Arm64 {
+                // arch_tlbbatch_add_pending: the TLBI goes out now; only the wait is deferred.
+                self.tlbi_vale1is(mm, vpn, 1);
+            }
         } else {
             self.flush_tlb_mm_range(mm, vpn, 1, false);
         }
     }
 
-    /// arch_tlbbatch_flush of a batch (the mask is left for the caller, as MIGRC needs it).
+    /// arch_tlbbatch_flush of a batch (the mask is left for the caller, as MIGRC needs it). On
+    /// arm64 the TLBIs are out already: one DSB waits for them all.
     pub fn arch_tlbbatch_flush(&mut self, batch: &TlbBatch) {
         let cpu = self.current_cpu;
-        if batch.cpumask.has_other_than(cpu) {
-            self.flush_tlb_multi(&batch.cpumask, FlushRange::All, false);
-        } else if batch.cpumask.test(cpu) {
-            self.flush_tlb_func(cpu, FlushRange::All);
+        match self.hw.arch {
+            Arch::X86 if batch.cpumask.has_other_than(cpu) => {
+                self.flush_tlb_multi(&batch.cpumask, FlushRange::All, false)
+            }
+            Arch::X86 if batch.cpumask.test(cpu) => self.flush_tlb_func(cpu, FlushRange::All),
+            Arch::X86 => {}
+            Arch::Arm64 => self.dsb_ish(),
         }
     }
 
@@ -404,19 +497,163 @@ impl Kernel {
     }
 
     /// flush_tlb_batched_pending: the first page-table change after a batched unmap of `mm`
-    /// flushes the whole mm, once per generation.
+    /// flushes the whole mm, once per generation (arch_flush_tlb_batched_pending: on arm64 a
+    /// DSB for the TLBIs already issued).
     pub fn flush_tlb_batched_pending(&mut self, mm: u32) {
         let m = &mut self.mms[mm as usize];
         if m.tlb_flush_batched_pending != m.tlb_flush_batched_flushed {
             m.tlb_flush_batched_flushed = m.tlb_flush_batched_pending;
-            self.flush_tlb_mm(mm);
+            match self.hw.arch {
+                Arch::X86 => self.flush_tlb_mm(mm),
+                Arch::Arm64 => self.dsb_ish(),
+            }
         }
     }
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
+    use crate::mm::pagetable as pt;
+
+    /// A kernel on `hardware` with 8 CPUs, 64K mTHP always (PMD THP never) and one task whose mm
+    /// runs on CPU 0 and was loaded on CPU 1 (as if a second thread ran there). Returns the
+    /// kernel, the mm and the start of a 512-page anonymous mapping.
+    pub(crate) fn boot(hardware: &str) -> (Kernel, u32, u32) {
+        let toml = format!(
+            r#"
+name = "t"
+[machine]
+hardware = "{hardware}"
+[[machine.node]]
+memory = "256M"
+cpus = 8
+[knobs]
+"/sys/kernel/mm/transparent_hugepage/enabled" = "never"
+"/sys/kernel/mm/transparent_hugepage/hugepages-64kB/enabled" = "always"
+[[task]]
+name = "t"
+ops = [{{ op = "mmap", region = "a", size = "2M" }}]
+"#
+        );
+        let scenario = crate::scenario::parse::parse_str(&toml, "test.toml").unwrap();
+        let spec = crate::scenario::parse::resolve(&scenario, "v6.10", None, &[], 1, true).unwrap();
+        let mut k = Kernel::boot(&spec).unwrap();
+        let t = k.tasks.iter().position(|t| t.is_user()).unwrap() as u32;
+        let mm = k.tasks[t as usize].mm.unwrap();
+        k.current = t;
+        k.current_cpu = 0;
+        k.switch_to(0, t);
+        k.cpu_tlbs[1].loaded_mm = mm;
+        k.cpu_tlbs[1].lazy = false;
+        k.cpu_tlbs[1].last_task = t;
+        k.mms[mm as usize].cpumask.set(1);
+        let start = k.mmap_anon(mm, 512);
+        (k, mm, start)
+    }
+
+    fn tlb_counters(k: &Kernel) -> [u64; 4] {
+        [
+            Vm::NrTlbRemoteFlush,
+            Vm::NrTlbRemoteFlushReceived,
+            Vm::NrTlbLocalFlushOne,
+            Vm::NrTlbLocalFlushAll,
+        ]
+        .map(|c| k.stat.get(c))
+    }
+
+    #[test]
+    fn arm64_flush_is_a_broadcast_tlbi_and_a_dsb_without_ipi_or_counter() {
+        let (mut k, mm, vpn) = boot("arm64-altra");
+        // Only CPU 0 runs the mm: x86 would flush locally; arm64 still broadcasts.
+        k.mms[mm as usize].cpumask.clear(1);
+        assert!(!k.cpu_tlbs[1].access(mm, vpn, false, false));
+        let t0 = k.clock_ns;
+        k.flush_tlb_mm_range(mm, vpn, 1, false);
+        assert_eq!(k.clock_ns - t0, k.hw.tlbi_broadcast_ns + k.hw.dsb_ish_ns);
+        // The other core lost the entry without being interrupted; arm64 counts nothing.
+        assert!(!k.cpu_tlbs[1].access(mm, vpn, false, false));
+        assert!(k.tasks.iter().all(|t| t.pending_irq_ns == 0));
+        assert_eq!(tlb_counters(&k), [0; 4]);
+        // A range of 3 pages is 3 TLBIs and one wait.
+        let t0 = k.clock_ns;
+        k.flush_tlb_mm_range(mm, vpn, 3, false);
+        assert_eq!(
+            k.clock_ns - t0,
+            3 * k.hw.tlbi_broadcast_ns + k.hw.dsb_ish_ns
+        );
+    }
+
+    #[test]
+    fn arm64_flush_of_max_dvm_ops_pages_is_one_asid_tlbi() {
+        let (mut k, mm, vpn) = boot("arm64-altra");
+        let other = k.mm_create(0, 0);
+        for c in [0, 1] {
+            k.cpu_tlbs[c].access(mm, vpn + 7, false, false);
+            k.cpu_tlbs[c].access(other, vpn + 7, false, false);
+        }
+        let t0 = k.clock_ns;
+        k.flush_tlb_mm_range(mm, vpn, MAX_DVM_OPS, false);
+        assert_eq!(k.clock_ns - t0, k.hw.tlbi_broadcast_ns + k.hw.dsb_ish_ns);
+        for c in [0, 1] {
+            assert!(!k.cpu_tlbs[c].access(mm, vpn + 7, false, false));
+            // TLBI ASIDE1IS leaves other address spaces alone.
+            assert!(k.cpu_tlbs[c].access(other, vpn + 7, false, false));
+        }
+        // One page less is a TLBI per page.
+        let t0 = k.clock_ns;
+        k.flush_tlb_mm_range(mm, vpn, MAX_DVM_OPS - 1, false);
+        let n = MAX_DVM_OPS - 1;
+        assert_eq!(
+            k.clock_ns - t0,
+            n * k.hw.tlbi_broadcast_ns + k.hw.dsb_ish_ns
+        );
+    }
+
+    #[test]
+    fn arm64_batched_unmap_issues_a_tlbi_per_page_and_one_dsb() {
+        let (mut k, mm, vpn) = boot("arm64-altra");
+        k.mms[mm as usize].cpumask.clear(1);
+        // arch_tlbbatch_should_defer: always, even for an mm no other CPU runs.
+        assert!(k.should_defer_flush(mm));
+        let n = 5;
+        let t0 = k.clock_ns;
+        for i in 0..n {
+            k.unmap_flush_pte(mm, vpn + i, pt::mk_present(1000 + i, pt::WRITE));
+        }
+        assert_eq!(k.clock_ns - t0, n as u64 * k.hw.tlbi_broadcast_ns);
+        let t0 = k.clock_ns;
+        k.try_to_unmap_flush();
+        assert_eq!(k.clock_ns - t0, k.hw.dsb_ish_ns);
+        // Nothing pending: no second wait. The next page-table change of the mm waits once.
+        k.try_to_unmap_flush();
+        k.flush_tlb_batched_pending(mm);
+        k.flush_tlb_batched_pending(mm);
+        assert_eq!(k.clock_ns - t0, 2 * k.hw.dsb_ish_ns);
+        assert_eq!(tlb_counters(&k), [0; 4]);
+    }
+
+    #[test]
+    fn x86_flushes_are_unchanged() {
+        let (mut k, mm, vpn) = boot("x86-server");
+        // Another CPU runs the mm: the unmap is batched and flushed by IPI, and counted.
+        assert!(k.should_defer_flush(mm));
+        k.unmap_flush_pte(mm, vpn, pt::mk_present(1000, pt::WRITE));
+        let t0 = k.clock_ns;
+        k.try_to_unmap_flush();
+        assert_eq!(
+            k.clock_ns - t0,
+            k.hw.tlb_flush_local_all_ns + k.hw.tlb_flush_ipi_send_ns
+        );
+        assert_eq!(tlb_counters(&k), [1, 1, 0, 1]);
+        // Alone on its CPU: no batching, a local INVLPG.
+        k.mms[mm as usize].cpumask.clear(1);
+        assert!(!k.should_defer_flush(mm));
+        let t0 = k.clock_ns;
+        k.unmap_flush_pte(mm, vpn, pt::mk_present(1000, pt::WRITE));
+        assert_eq!(k.clock_ns - t0, k.hw.tlb_flush_local_one_ns);
+        assert_eq!(tlb_counters(&k), [1, 1, 1, 1]);
+    }
 
     #[test]
     fn cpumask_set_ops() {
@@ -436,16 +673,22 @@ mod tests {
     #[test]
     fn tlb_hits_after_fill_and_misses_after_flush() {
         let mut t = CpuTlb::new(64);
-        assert!(!t.access(1, 100, false));
-        assert!(t.access(1, 100, false));
+        assert!(!t.access(1, 100, false, false));
+        assert!(t.access(1, 100, false, false));
         // Another mm's page at the same address is a different translation.
-        assert!(!t.access(2, 100, false));
+        assert!(!t.access(2, 100, false, false));
         t.flush_one(1, 100);
-        assert!(!t.access(1, 100, false));
+        assert!(!t.access(1, 100, false, false));
         t.flush_all();
-        assert!(!t.access(1, 100, false));
-        // A 2M translation covers all of its pages.
-        assert!(!t.access(1, 512, true));
-        assert!(t.access(1, 1000, true));
+        assert!(!t.access(1, 100, false, false));
+        // A 2M translation covers all of its pages, a contpte one its 16.
+        assert!(!t.access(1, 512, true, false));
+        assert!(t.access(1, 1000, true, false));
+        assert!(!t.access(1, 32, false, true));
+        assert!(t.access(1, 47, false, true));
+        assert!(!t.access(1, 48, false, true));
+        // Flushing one page of a contpte block drops the block's entry.
+        t.flush_one(1, 40);
+        assert!(!t.access(1, 33, false, true));
     }
 }

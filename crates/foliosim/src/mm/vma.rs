@@ -240,6 +240,8 @@ impl Kernel {
                     }
                     self.split_huge_pmd(mm, vi, folio);
                 }
+                // get_and_clear_full_ptes: only a contpte block the batch covers in part unfolds.
+                self.contpte_try_unfold_partial(mm, vi, i as usize, nr as usize);
                 let ptes = &mut self.mms[mm as usize].vmas[vi].ptes;
                 let (mut dirty, mut young) = (false, false);
                 for p in &mut ptes[i as usize..(i + nr) as usize] {
@@ -287,12 +289,19 @@ impl Kernel {
 
     /// __split_huge_pmd: a PMD mapping that is partly zapped becomes PTE mappings.
     pub fn split_huge_pmd(&mut self, mm: u32, vi: usize, folio: FolioId) {
+        self.remap_pmd_with_ptes(mm, vi, folio);
+        self.stat.count(crate::stats::Vm::ThpSplitPmd, 1);
+    }
+
+    /// __split_huge_pmd_locked without freeze: the folio's PMD becomes PTEs written by one
+    /// set_ptes (v6.9+), which on arm64 folds them into contpte blocks.
+    pub fn remap_pmd_with_ptes(&mut self, mm: u32, vi: usize, folio: FolioId) {
         let (first, nr) = self.folio_ptes(folio, mm, vi);
         let v = &mut self.mms[mm as usize].vmas[vi];
         for p in &mut v.ptes[first..first + nr] {
             *p &= !pt::PMD;
         }
-        self.stat.count(crate::stats::Vm::ThpSplitPmd, 1);
+        self.arch_set_ptes(mm, vi, first, nr);
     }
 
     /// __split_huge_pmd in a file VMA: the PMD mapping of a page-cache folio is removed rather

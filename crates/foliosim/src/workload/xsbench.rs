@@ -199,7 +199,7 @@ impl Kernel {
         };
         let mut ns = self.node_latency_ns(node);
         let cpu = self.current_cpu as usize;
-        if !self.cpu_tlbs[cpu].access(mm, vpn, pte & pt::PMD != 0) {
+        if !self.cpu_tlbs[cpu].access(mm, vpn, pte & pt::PMD != 0, pte & pt::CONT != 0) {
             self.stat.count(Vm::DtlbLoadMisses, weight);
             ns += self.hw.page_walk_ns;
         }
