@@ -253,166 +253,172 @@ fn kernel_run(args: &[&str]) -> Option<Output> {
     Some(out)
 }
 
-#[test]
-fn a_successful_run_reads_the_counters_and_leaves_the_machine_as_it_was() {
-    let _one = LIVE.lock().unwrap_or_else(|e| e.into_inner());
-    let dir = Scratch::new("ok");
-    let scenario = dir.write("pageout.toml", PAGEOUT);
-    let json = dir.0.join("out.json");
-    let before = machine_state();
-    let Some(out) = kernel_run(&[
-        scenario.to_str().unwrap(),
-        "--variant",
-        "plain",
-        "--json",
-        json.to_str().unwrap(),
-    ]) else {
-        return;
-    };
-    assert_same_state(&before, "after a successful run");
-    assert!(out.status.success(), "{}", text(&out));
-    let doc: serde_json::Value = serde_json::from_str(&read(&json).unwrap()).unwrap();
-    let run = &doc["runs"][0];
-    assert!(run["profile"].as_str().unwrap().starts_with("live-"));
-    assert_eq!(run["variant"], "plain");
-    // 16 MiB out and back in: 256 folios of 64 KiB (other processes' idle pages may join them
-    // in a machine whose DAMON pages out, hence at least)
-    assert!(run["vmstat"]["pswpout"].as_u64().unwrap() >= 4096, "{run}");
-    assert!(
-        run["mthp"]["64kB"]["swpout"].as_u64().unwrap() >= 256,
-        "{run}"
-    );
-    assert!(
-        run["memcg"]["bench"]["pgmajfault"].as_u64().unwrap() >= 256,
-        "{run}"
-    );
-    assert_eq!(run["tasks"][0]["name"], "pageout");
-    assert_eq!(run["tasks"][0]["touches"], 8192);
-    assert_eq!(run["live"]["swap"][0]["name"], "zram0");
-    assert!(run["live"]["knobs_written"]
-        .as_object()
-        .unwrap()
-        .contains_key("/proc/sys/vm/swappiness"));
-}
+/// Named `kernel_run` so that `cargo test -- --skip kernel_run` leaves the live machine alone.
+mod kernel_run {
+    use super::*;
 
-#[test]
-fn a_run_refused_for_a_build_option_changes_nothing() {
-    let _one = LIVE.lock().unwrap_or_else(|e| e.into_inner());
-    let dir = Scratch::new("refused");
-    let scenario = dir.write("pageout.toml", PAGEOUT);
-    let before = machine_state();
-    let Some(out) = kernel_run(&[scenario.to_str().unwrap(), "--variant", "no-thp-swap"]) else {
-        return;
-    };
-    assert_same_state(&before, "after a refused run");
-    // a kernel built without THP_SWAP would run it: then it only has to succeed
-    if !out.status.success() {
-        assert_eq!(out.status.code(), Some(3), "{}", text(&out));
+    #[test]
+    fn a_successful_run_reads_the_counters_and_leaves_the_machine_as_it_was() {
+        let _one = LIVE.lock().unwrap_or_else(|e| e.into_inner());
+        let dir = Scratch::new("ok");
+        let scenario = dir.write("pageout.toml", PAGEOUT);
+        let json = dir.0.join("out.json");
+        let before = machine_state();
+        let Some(out) = kernel_run(&[
+            scenario.to_str().unwrap(),
+            "--variant",
+            "plain",
+            "--json",
+            json.to_str().unwrap(),
+        ]) else {
+            return;
+        };
+        assert_same_state(&before, "after a successful run");
+        assert!(out.status.success(), "{}", text(&out));
+        let doc: serde_json::Value = serde_json::from_str(&read(&json).unwrap()).unwrap();
+        let run = &doc["runs"][0];
+        assert!(run["profile"].as_str().unwrap().starts_with("live-"));
+        assert_eq!(run["variant"], "plain");
+        // 16 MiB out and back in: 256 folios of 64 KiB (other processes' idle pages may join them
+        // in a machine whose DAMON pages out, hence at least)
+        assert!(run["vmstat"]["pswpout"].as_u64().unwrap() >= 4096, "{run}");
         assert!(
-            String::from_utf8_lossy(&out.stderr).contains("CONFIG_THP_SWAP"),
+            run["mthp"]["64kB"]["swpout"].as_u64().unwrap() >= 256,
+            "{run}"
+        );
+        assert!(
+            run["memcg"]["bench"]["pgmajfault"].as_u64().unwrap() >= 256,
+            "{run}"
+        );
+        assert_eq!(run["tasks"][0]["name"], "pageout");
+        assert_eq!(run["tasks"][0]["touches"], 8192);
+        assert_eq!(run["live"]["swap"][0]["name"], "zram0");
+        assert!(run["live"]["knobs_written"]
+            .as_object()
+            .unwrap()
+            .contains_key("/proc/sys/vm/swappiness"));
+    }
+
+    #[test]
+    fn a_run_refused_for_a_build_option_changes_nothing() {
+        let _one = LIVE.lock().unwrap_or_else(|e| e.into_inner());
+        let dir = Scratch::new("refused");
+        let scenario = dir.write("pageout.toml", PAGEOUT);
+        let before = machine_state();
+        let Some(out) = kernel_run(&[scenario.to_str().unwrap(), "--variant", "no-thp-swap"])
+        else {
+            return;
+        };
+        assert_same_state(&before, "after a refused run");
+        // a kernel built without THP_SWAP would run it: then it only has to succeed
+        if !out.status.success() {
+            assert_eq!(out.status.code(), Some(3), "{}", text(&out));
+            assert!(
+                String::from_utf8_lossy(&out.stderr).contains("CONFIG_THP_SWAP"),
+                "{}",
+                text(&out)
+            );
+        }
+    }
+
+    /// Starts kernel-run on the sleeper and waits until its program runs; returns the child and the
+    /// program's pid, or None when the machine cannot do live runs.
+    fn start_sleeper(dir: &Scratch) -> Option<(std::process::Child, i32)> {
+        let scenario = dir.write("sleeper.toml", SLEEPER);
+        let mut child = foliosim()
+            .arg("kernel-run")
+            .arg(&scenario)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let prefix = format!("foliosim-{}-", child.id());
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            if let Some(status) = child.try_wait().unwrap() {
+                let out = child.wait_with_output().unwrap();
+                if status.code() == Some(3) {
+                    eprintln!(
+                        "skipping live test: {}",
+                        String::from_utf8_lossy(&out.stderr).trim()
+                    );
+                    return None;
+                }
+                panic!("kernel-run ended early: {}", text(&out));
+            }
+            let mut cgroups = Vec::new();
+            foliosim_cgroups(Path::new("/sys/fs/cgroup"), 8, &mut cgroups);
+            let pid = cgroups
+                .iter()
+                .filter(|c| {
+                    c.file_name()
+                        .is_some_and(|n| n.to_string_lossy().starts_with(&prefix))
+                })
+                .flat_map(|c| {
+                    read(&c.join("cgroup.procs"))
+                        .unwrap_or_default()
+                        .split_whitespace()
+                        .filter_map(|p| p.parse::<i32>().ok())
+                        .collect::<Vec<_>>()
+                })
+                .find(|pid| {
+                    read(Path::new(&format!("/proc/{pid}/comm")))
+                        .is_some_and(|c| c.trim() == "ops_player")
+                });
+            if let Some(pid) = pid {
+                // let it map and write its memory first
+                std::thread::sleep(Duration::from_millis(300));
+                return Some((child, pid));
+            }
+            assert!(Instant::now() < deadline, "the program never started");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    fn send(signal: &str, pid: i32) {
+        let status = Command::new("kill")
+            .arg(format!("-{signal}"))
+            .arg(pid.to_string())
+            .status()
+            .unwrap();
+        assert!(status.success());
+    }
+
+    #[test]
+    fn a_run_whose_program_is_killed_fails_and_leaves_the_machine_as_it_was() {
+        let _one = LIVE.lock().unwrap_or_else(|e| e.into_inner());
+        let dir = Scratch::new("killed");
+        let before = machine_state();
+        let Some((child, program)) = start_sleeper(&dir) else {
+            return;
+        };
+        send("KILL", program);
+        let out = child.wait_with_output().unwrap();
+        assert_same_state(&before, "after a run whose program was killed");
+        assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+        assert!(
+            String::from_utf8_lossy(&out.stderr).contains("killed by signal 9"),
             "{}",
             text(&out)
         );
     }
-}
 
-/// Starts kernel-run on the sleeper and waits until its program runs; returns the child and the
-/// program's pid, or None when the machine cannot do live runs.
-fn start_sleeper(dir: &Scratch) -> Option<(std::process::Child, i32)> {
-    let scenario = dir.write("sleeper.toml", SLEEPER);
-    let mut child = foliosim()
-        .arg("kernel-run")
-        .arg(&scenario)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let prefix = format!("foliosim-{}-", child.id());
-    let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            let out = child.wait_with_output().unwrap();
-            if status.code() == Some(3) {
-                eprintln!(
-                    "skipping live test: {}",
-                    String::from_utf8_lossy(&out.stderr).trim()
-                );
-                return None;
-            }
-            panic!("kernel-run ended early: {}", text(&out));
-        }
-        let mut cgroups = Vec::new();
-        foliosim_cgroups(Path::new("/sys/fs/cgroup"), 8, &mut cgroups);
-        let pid = cgroups
-            .iter()
-            .filter(|c| {
-                c.file_name()
-                    .is_some_and(|n| n.to_string_lossy().starts_with(&prefix))
-            })
-            .flat_map(|c| {
-                read(&c.join("cgroup.procs"))
-                    .unwrap_or_default()
-                    .split_whitespace()
-                    .filter_map(|p| p.parse::<i32>().ok())
-                    .collect::<Vec<_>>()
-            })
-            .find(|pid| {
-                read(Path::new(&format!("/proc/{pid}/comm")))
-                    .is_some_and(|c| c.trim() == "ops_player")
-            });
-        if let Some(pid) = pid {
-            // let it map and write its memory first
-            std::thread::sleep(Duration::from_millis(300));
-            return Some((child, pid));
-        }
-        assert!(Instant::now() < deadline, "the program never started");
-        std::thread::sleep(Duration::from_millis(20));
+    #[test]
+    fn an_interrupted_run_leaves_the_machine_as_it_was() {
+        let _one = LIVE.lock().unwrap_or_else(|e| e.into_inner());
+        let dir = Scratch::new("interrupted");
+        let before = machine_state();
+        let Some((child, _)) = start_sleeper(&dir) else {
+            return;
+        };
+        send("TERM", child.id() as i32);
+        let out = child.wait_with_output().unwrap();
+        assert_same_state(&before, "after an interrupted run");
+        assert_eq!(out.status.code(), Some(128 + 15), "{}", text(&out));
+        assert!(
+            String::from_utf8_lossy(&out.stderr).contains("interrupted by SIGTERM"),
+            "{}",
+            text(&out)
+        );
     }
-}
-
-fn send(signal: &str, pid: i32) {
-    let status = Command::new("kill")
-        .arg(format!("-{signal}"))
-        .arg(pid.to_string())
-        .status()
-        .unwrap();
-    assert!(status.success());
-}
-
-#[test]
-fn a_run_whose_program_is_killed_fails_and_leaves_the_machine_as_it_was() {
-    let _one = LIVE.lock().unwrap_or_else(|e| e.into_inner());
-    let dir = Scratch::new("killed");
-    let before = machine_state();
-    let Some((child, program)) = start_sleeper(&dir) else {
-        return;
-    };
-    send("KILL", program);
-    let out = child.wait_with_output().unwrap();
-    assert_same_state(&before, "after a run whose program was killed");
-    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
-    assert!(
-        String::from_utf8_lossy(&out.stderr).contains("killed by signal 9"),
-        "{}",
-        text(&out)
-    );
-}
-
-#[test]
-fn an_interrupted_run_leaves_the_machine_as_it_was() {
-    let _one = LIVE.lock().unwrap_or_else(|e| e.into_inner());
-    let dir = Scratch::new("interrupted");
-    let before = machine_state();
-    let Some((child, _)) = start_sleeper(&dir) else {
-        return;
-    };
-    send("TERM", child.id() as i32);
-    let out = child.wait_with_output().unwrap();
-    assert_same_state(&before, "after an interrupted run");
-    assert_eq!(out.status.code(), Some(128 + 15), "{}", text(&out));
-    assert!(
-        String::from_utf8_lossy(&out.stderr).contains("interrupted by SIGTERM"),
-        "{}",
-        text(&out)
-    );
 }
