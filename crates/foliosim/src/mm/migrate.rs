@@ -59,7 +59,6 @@ pub struct MigrateScratch {
     batch: Vec<FolioId>,
     unmapped: Vec<Unmapped>,
     entries: Vec<MigrationEntry>,
-    mappings: Vec<(u32, usize)>,
     single: Vec<FolioId>,
 }
 
@@ -287,9 +286,7 @@ impl Kernel {
     pub(super) fn try_to_migrate(&mut self, src: FolioId, entries: &mut Vec<MigrationEntry>) {
         let end = src + self.mem.nr_pages(src);
         let first = entries.len();
-        let mut mappings = std::mem::take(&mut self.migrate_scratch.mappings);
-        mappings.clear();
-        self.for_each_mapping(src, |mm, vi| mappings.push((mm, vi)));
+        let mappings = self.folio_mappings(src);
         for &(mm, vi) in &mappings {
             let (from, nr) = self.folio_ptes(src, mm, vi);
             let start = self.mms[mm as usize].vmas[vi].start;
@@ -310,7 +307,7 @@ impl Kernel {
             }
             self.charge_time(self.hw.rmap_walk_ns);
         }
-        self.migrate_scratch.mappings = mappings;
+        self.rmap_scratch = mappings;
         let nr_entries = entries.len() - first;
         self.charge_time(nr_entries as u64 * self.hw.pte_update_ns);
         self.mem.add_mapcount(src, -(nr_entries as i32));

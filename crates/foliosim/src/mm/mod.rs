@@ -87,7 +87,7 @@ pub struct Kernel {
     pub cpu_tlbs: Vec<tlb::CpuTlb>,
     pub migrc: migrate::Migrc,
     pub migrate_scratch: migrate::MigrateScratch,
-    /// folio_referenced's list of mappings, kept between calls.
+    /// The rmap walks' list of mappings, kept between calls (rmap.rs folio_mappings).
     pub rmap_scratch: Vec<(u32, usize)>,
     pub memory_tiers: memory_tiers::MemoryTiers,
     /// Per node: NUMA-balancing promotion state.

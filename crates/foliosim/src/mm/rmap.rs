@@ -48,6 +48,16 @@ impl Kernel {
         }
     }
 
+    /// The (mm, VMA index) pairs for_each_mapping visits, collected into the reusable
+    /// `rmap_scratch` list (reclaim and migration walk every folio they look at); callers hand
+    /// the list back with `self.rmap_scratch = mappings`.
+    pub(super) fn folio_mappings(&mut self, folio: FolioId) -> Vec<(u32, usize)> {
+        let mut mappings = std::mem::take(&mut self.rmap_scratch);
+        mappings.clear();
+        self.for_each_mapping(folio, |mm, vi| mappings.push((mm, vi)));
+        mappings
+    }
+
     /// The vpn at which the folio's first page is, or would be, mapped in a VMA (vma_address):
     /// an anonymous folio's index is its vpn; a file folio's is its page offset in the file.
     pub fn folio_vpn(&self, folio: FolioId, mm: u32, vi: usize) -> i64 {
@@ -85,9 +95,7 @@ impl Kernel {
     /// read-only (page_vma_mkclean_one, with its TLB flush), so that the next write through a
     /// mapping faults and dirties the folio again. Returns the PTEs changed.
     pub fn folio_mkclean(&mut self, folio: FolioId) -> u32 {
-        let mut mappings = std::mem::take(&mut self.rmap_scratch);
-        mappings.clear();
-        self.for_each_mapping(folio, |mm, vi| mappings.push((mm, vi)));
+        let mappings = self.folio_mappings(folio);
         let end = folio + self.mem.nr_pages(folio);
         let mut cleaned = 0;
         for &(mm, vi) in &mappings {
@@ -123,10 +131,7 @@ impl Kernel {
     /// the folio was referenced.
     pub fn folio_referenced_vm_flags(&mut self, folio: FolioId) -> (u32, u8) {
         let mut vm_flags = 0;
-        // Reused: reclaim calls this for every folio it scans.
-        let mut mappings = std::mem::take(&mut self.rmap_scratch);
-        mappings.clear();
-        self.for_each_mapping(folio, |mm, vi| mappings.push((mm, vi)));
+        let mappings = self.folio_mappings(folio);
         let end = folio + self.mem.nr_pages(folio);
         let mut referenced = 0;
         for &(mm, vi) in &mappings {
@@ -171,10 +176,9 @@ impl Kernel {
         } else {
             self.folio_swap_entry(folio)
         };
-        let mut mappings = Vec::new();
-        self.for_each_mapping(folio, |mm, vi| mappings.push((mm, vi)));
+        let mappings = self.folio_mappings(folio);
         let end = folio + self.mem.nr_pages(folio);
-        for (mm, vi) in mappings {
+        for &(mm, vi) in &mappings {
             let (from, nr) = self.folio_ptes(folio, mm, vi);
             let mut unmapped = 0u32;
             let mut split_pmd = false;
@@ -225,5 +229,6 @@ impl Kernel {
             self.mem.add_mapcount(folio, -(unmapped as i32));
             self.charge_time(self.hw.rmap_walk_ns + unmapped as u64 * self.hw.pte_update_ns);
         }
+        self.rmap_scratch = mappings;
     }
 }
