@@ -115,7 +115,7 @@ pub struct ReadState {
     pub first_in_call: bool,
 }
 
-/// One read() call's requests to a file: what FileRead does.
+/// One FileRead operation: read() calls of `buffer_bytes` over a range of a file.
 pub struct ReadRequest {
     pub file: FileId,
     pub offset_bytes: u64,
@@ -275,13 +275,12 @@ impl Kernel {
         quantum_end_ns: u64,
     ) -> Result<bool, Killed> {
         let file = req.file;
-        let size = self.files[file as usize].size_bytes;
         if !self.tasks[t as usize].file_read.started {
-            let pos = req.offset_bytes.min(size);
+            let (pos, end) = self.file_op_range(file, req.offset_bytes, req.len_bytes);
             self.tasks[t as usize].file_read = ReadState {
                 started: true,
                 pos,
-                end: req.offset_bytes.saturating_add(req.len_bytes).min(size),
+                end,
                 call_end: pos,
                 last_pos: -1,
                 first_in_call: false,
@@ -344,14 +343,7 @@ impl Kernel {
             }
             st.first_in_call = false;
             // copy_folio_to_iter
-            let folio_end = (findex as u64 + nr as u64) * PAGE_SIZE;
-            let to = folio_end.min(st.call_end);
-            let bytes = to - st.pos;
-            let node = self.pfn_node(folio);
-            let per_page = self.hw.copy_page_ns + self.node_latency_ns(node);
-            self.charge_time(bytes * per_page / PAGE_SIZE);
-            self.tasks[t as usize].touches += bytes.div_ceil(PAGE_SIZE);
-            st.pos = to;
+            st.pos = self.copy_folio_iter(t, folio, st.pos, st.call_end);
             if st.pos == st.call_end {
                 // The call returns: ra->prev_pos, then the task work on the way to user mode.
                 ra.prev_pos = st.pos as i64;
@@ -371,6 +363,32 @@ impl Kernel {
             self.task_numa_promotion_work(t);
         }
         result
+    }
+
+    /// The byte range [pos, end) a FileRead or FileWrite of `len_bytes` at `offset_bytes`
+    /// covers: files do not grow here, so a write past the end is cut at it, as a read is.
+    fn file_op_range(&self, file: FileId, offset_bytes: u64, len_bytes: u64) -> (u64, u64) {
+        let size = self.files[file as usize].size_bytes;
+        (
+            offset_bytes.min(size),
+            offset_bytes.saturating_add(len_bytes).min(size),
+        )
+    }
+
+    /// The copy between a folio and the user buffer of task `t` (copy_folio_to_iter, and
+    /// copy_folio_from_iter_atomic for a write), from `pos` to the folio's end or `call_end`,
+    /// whichever comes first: per 4 KiB `copy_page_ns` plus one load latency of the folio's
+    /// node. Returns where the copy ended.
+    fn copy_folio_iter(&mut self, t: u32, folio: FolioId, pos: u64, call_end: u64) -> u64 {
+        let folio_end =
+            (self.mem.index(folio) as u64 + self.mem.nr_pages(folio) as u64) * PAGE_SIZE;
+        let to = folio_end.min(call_end);
+        let bytes = to - pos;
+        let node = self.pfn_node(folio);
+        let per_page = self.hw.copy_page_ns + self.node_latency_ns(node);
+        self.charge_time(bytes * per_page / PAGE_SIZE);
+        self.tasks[t as usize].touches += bytes.div_ceil(PAGE_SIZE);
+        to
     }
 
     /// folio_mark_accessed on the classic LRU (mm/swap.c): inactive,unreferenced ->
@@ -410,15 +428,13 @@ impl Kernel {
         quantum_end_ns: u64,
     ) -> Result<bool, Killed> {
         let file = req.file;
-        let size = self.files[file as usize].size_bytes;
         let mut st = self.tasks[t as usize].file_write;
         if !st.started {
-            // Files do not grow here: a write past the end is cut at it.
-            let pos = req.offset_bytes.min(size);
+            let (pos, end) = self.file_op_range(file, req.offset_bytes, req.len_bytes);
             st = WriteState {
                 started: true,
                 pos,
-                end: req.offset_bytes.saturating_add(req.len_bytes).min(size),
+                end,
                 call_end: pos,
                 bdp_pages: 0,
             };
@@ -472,18 +488,12 @@ impl Kernel {
                 continue;
             }
             // copy_folio_from_iter_atomic: the read copy, reversed.
+            let to = self.copy_folio_iter(t, folio, st.pos, st.call_end);
             let findex = self.mem.index(folio);
-            let folio_end = (findex as u64 + self.mem.nr_pages(folio) as u64) * PAGE_SIZE;
-            let to = folio_end.min(st.call_end);
-            let bytes = to - st.pos;
-            let node = self.pfn_node(folio);
-            let per_page = self.hw.copy_page_ns + self.node_latency_ns(node);
-            self.charge_time(bytes * per_page / PAGE_SIZE);
             for p in st.pos.div_ceil(PAGE_SIZE)..to / PAGE_SIZE {
                 self.mem.pages[(folio + p as u32 - findex) as usize].content = req.data;
             }
             self.folio_mark_dirty(folio);
-            self.tasks[t as usize].touches += bytes.div_ceil(PAGE_SIZE);
             st.pos = to;
         };
         self.tasks[t as usize].file_write = if matches!(result, Ok(false)) {
