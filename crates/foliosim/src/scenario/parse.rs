@@ -1347,8 +1347,8 @@ fn parse_ops(
                 Op::Exit
             }
             "read" | "write" => {
-                let (file, size_bytes) = named_file(&node, files)?;
-                let (offset_bytes, len_bytes) = parse_file_range(&node, files, file)?;
+                let file = named_file(&node, files)?.0;
+                let (offset_bytes, len_bytes) = parse_file_range(&node, &files[file as usize])?;
                 let buffer_bytes = match node.size_opt("buffer")? {
                     None => DEFAULT_READ_BUFFER_BYTES,
                     Some(0) => {
@@ -1356,7 +1356,6 @@ fn parse_ops(
                     }
                     Some(b) => b,
                 };
-                let len_bytes = len_bytes.unwrap_or(size_bytes - offset_bytes);
                 if op_name == "read" {
                     Op::FileRead {
                         file,
@@ -1503,7 +1502,6 @@ fn mapped_region(node: &Node, regions: &BTreeMap<String, u64>) -> Res<(String, u
     }
 }
 
-/// `offset` and `len` within a region of `region_bytes`, both page-aligned.
 /// The `file` key of a file op: a file of `[[file]]`. Returns its id and size.
 fn named_file(node: &Node, files: &[FileSpec]) -> Res<(u32, u64)> {
     let name = node.name("file")?;
@@ -1527,9 +1525,8 @@ fn named_file(node: &Node, files: &[FileSpec]) -> Res<(u32, u64)> {
     }
 }
 
-/// `offset` and `len` of a file op: bytes inside the file (`len` None = to its end).
-fn parse_file_range(node: &Node, files: &[FileSpec], file: u32) -> Res<(u64, Option<u64>)> {
-    let f = &files[file as usize];
+/// `offset` and `len` of a file op: bytes inside the file (`len` defaults to the rest of it).
+fn parse_file_range(node: &Node, f: &FileSpec) -> Res<(u64, u64)> {
     let offset_bytes = node.size_opt("offset")?.unwrap_or(0);
     if offset_bytes >= f.size_bytes {
         return Err(node.err(
@@ -1554,10 +1551,12 @@ fn parse_file_range(node: &Node, files: &[FileSpec], file: u32) -> Res<(u64, Opt
                 format_size(offset_bytes.saturating_add(len))
             ),
         )),
-        _ => Ok((offset_bytes, len_bytes)),
+        Some(len) => Ok((offset_bytes, len)),
+        None => Ok((offset_bytes, f.size_bytes - offset_bytes)),
     }
 }
 
+/// `offset` and `len` within a region of `region_bytes`, both page-aligned.
 fn parse_range(node: &Node, region: &str, region_bytes: u64) -> Res<(u64, Option<u64>)> {
     // the mapping covers whole pages, as mmap rounds the length up
     let mapped_bytes = region_bytes.div_ceil(PAGE_SIZE).saturating_mul(PAGE_SIZE);
