@@ -20,7 +20,8 @@
 //!
 //! mbind's MPOL_MF_MOVE migrates the folios present on other nodes to the node the policy
 //! would allocate them from (one target per folio, no fallback to the mask's other nodes when it
-//! is full; MIGRATE_ASYNC's single pass, as the simulator's migration never meets a busy folio).
+//! is full; MIGRATE_ASYNC's single pass: a folio that fails, such as a dirty page-cache folio,
+//! stays where it is).
 //!
 //! Left out: MPOL_WEIGHTED_INTERLEAVE, MPOL_F_STATIC_NODES and MPOL_F_RELATIVE_NODES (no cpusets
 //! to rebind against), set_mempolicy_home_node, MPOL_MF_STRICT and MPOL_MF_MOVE_ALL, moving with

@@ -1,5 +1,5 @@
 //! Page reclaim on the classic active/inactive LRU: LRU lists per (memcg, node), kswapd, direct
-//! and memcg reclaim, and shrink_folio_list for anonymous folios.
+//! and memcg reclaim, and shrink_folio_list for anonymous and page-cache folios.
 //!
 //! Models mm/vmscan.c (v6.9–v6.18, MGLRU off): shrink_lruvec with `size >> priority` scan targets
 //! and the inactive_is_low ratio, isolate_lru_folios from the list tail, shrink_active_list (anon
