@@ -30,9 +30,10 @@
 //! (shmem) policies. The syscalls' own CPU cost is not charged. An OOM of a policy-limited
 //! allocation spares tasks bound elsewhere (mm/oom_kill.rs).
 
-use super::folio::Pfn;
+use super::folio::{pg, Pfn};
 use super::memory::Gfp;
 use super::migrate::MigrateReason;
+use super::pagetable as pt;
 use super::Kernel;
 use crate::stats::Vm;
 
@@ -447,8 +448,8 @@ impl Kernel {
                 continue;
             }
             let pte = self.mms[mm as usize].vmas[vi].ptes[(edge - vstart) as usize];
-            if super::pagetable::is_present(pte) && pte & super::pagetable::PMD != 0 {
-                let folio = self.mem.head_of(super::pagetable::pfn(pte));
+            if pt::is_present(pte) && pte & pt::PMD != 0 {
+                let folio = self.mem.head_of(pt::pfn(pte));
                 self.split_huge_pmd(mm, vi, folio);
             }
         }
@@ -469,8 +470,6 @@ impl Kernel {
         to: u32,
         pol: &Mempolicy,
     ) -> u64 {
-        use super::folio::pg;
-        use super::pagetable as pt;
         let Some(vi) = self.mms[mm as usize].find_vma(start) else {
             return 0;
         };
