@@ -570,7 +570,7 @@ impl Kernel {
         let v = &self.mms[mm as usize].vmas[vi];
         let vf = v.file.expect("a file VMA");
         let (file, flags) = (vf.file, v.flags);
-        let index = vf.pgoff + (vpn - v.start);
+        let index = v.linear_page_index(vpn);
         let mut ra = vf.ra;
         let folio = loop {
             let mut folio = self.files[file as usize].cache[index as usize];

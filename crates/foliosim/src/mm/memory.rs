@@ -566,7 +566,6 @@ impl Kernel {
     /// around `vpn`, clamped to the VMA. Returns whether `vpn` got mapped.
     fn do_fault_around(&mut self, mm: u32, vi: usize, vpn: u32, nr: u32) -> bool {
         let v = &self.mms[mm as usize].vmas[vi];
-        let pgoff = v.file.expect("a file VMA").pgoff;
         let pte_off = vpn % HPAGE_PMD_NR;
         let vma_off = vpn - v.start;
         let from_pte = (pte_off & !(nr - 1)).max(pte_off - pte_off.min(vma_off));
@@ -574,7 +573,7 @@ impl Kernel {
             .min(HPAGE_PMD_NR)
             .min(pte_off + v.ptes.len() as u32 - vma_off)
             - 1;
-        let index = pgoff + vma_off;
+        let index = v.linear_page_index(vpn);
         self.filemap_map_pages(
             mm,
             vi,
@@ -608,8 +607,7 @@ impl Kernel {
         };
         let v = &self.mms[mm as usize].vmas[vi];
         let idx = vpn - v.start;
-        let index = v.file.expect("a file VMA").pgoff + idx;
-        let page = folio + (index - self.mem.index(folio));
+        let page = folio + (v.linear_page_index(vpn) - self.mem.index(folio));
         self.mem.pages[pfn as usize].content = self.mem.pages[page as usize].content;
         self.mem.set(pfn, pg::SWAPBACKED);
         self.charge_time(self.hw.copy_page_ns);
@@ -639,8 +637,7 @@ impl Kernel {
         if self.do_set_pmd(mm, vi, folio, write) {
             return;
         }
-        let v = &self.mms[mm as usize].vmas[vi];
-        let index = v.file.expect("a file VMA").pgoff + (vpn - v.start);
+        let index = self.mms[mm as usize].vmas[vi].linear_page_index(vpn);
         let page = folio + (index - self.mem.index(folio));
         self.set_pte_range(mm, vi, vpn, page, 1, write);
     }

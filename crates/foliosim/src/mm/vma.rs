@@ -58,6 +58,11 @@ impl Vma {
     pub fn contains(&self, vpn: u32) -> bool {
         vpn >= self.start && vpn < self.end()
     }
+    /// linear_page_index: the file page that `vpn` maps in this file VMA.
+    #[inline]
+    pub fn linear_page_index(&self, vpn: u32) -> u32 {
+        self.file.expect("a file VMA").pgoff + (vpn - self.start)
+    }
     /// The pages around `vpn` that the kernel would hold in one VMA after mbind's splits.
     #[inline]
     pub fn extent(&self, vpn: u32) -> (u32, u32) {
