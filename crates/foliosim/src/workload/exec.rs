@@ -578,13 +578,7 @@ impl Kernel {
             Op::Mmap { region, size_bytes } => {
                 let nr_pages = size_bytes.div_ceil(crate::mm::PAGE_SIZE) as u32;
                 let start = self.mmap_anon(mm, nr_pages);
-                let task = &mut self.tasks[t as usize];
-                task.regions.retain(|r| &r.name != region);
-                task.regions.push(Region {
-                    name: region.clone(),
-                    start,
-                    nr_pages,
-                });
+                self.tasks[t as usize].set_region(region, start, nr_pages);
             }
             Op::MmapFile {
                 region,
@@ -604,13 +598,7 @@ impl Kernel {
                     }
                 }
                 let start = self.mmap_file(mm, *file, pgoff, nr_pages, flags);
-                let task = &mut self.tasks[t as usize];
-                task.regions.retain(|r| &r.name != region);
-                task.regions.push(Region {
-                    name: region.clone(),
-                    start,
-                    nr_pages,
-                });
+                self.tasks[t as usize].set_region(region, start, nr_pages);
             }
             Op::Munmap { region } => {
                 let r = self.region_of(t, region)?;

@@ -191,4 +191,15 @@ impl Task {
     pub fn region(&self, name: &str) -> Option<&Region> {
         self.regions.iter().find(|r| r.name == name)
     }
+
+    /// Names the pages an mmap returned: a region mapped again under the same name replaces
+    /// the old entry.
+    pub fn set_region(&mut self, name: &str, start: u32, nr_pages: u32) {
+        self.regions.retain(|r| r.name != name);
+        self.regions.push(Region {
+            name: name.to_string(),
+            start,
+            nr_pages,
+        });
+    }
 }
