@@ -19,7 +19,7 @@ use crate::stats::Vm;
 impl Kernel {
     /// Calls `f(mm, vma index)` for each VMA that may map the folio's range.
     pub(super) fn for_each_mapping(&self, folio: FolioId, mut f: impl FnMut(u32, usize)) {
-        if !self.mem.test(folio, pg::SWAPBACKED) {
+        if self.folio_is_file_lru(folio) {
             // rmap_walk_file: the VMAs of i_mmap whose file range overlaps the folio; callers
             // do not walk an unmapped folio.
             if self.mem.mapcount(folio) == 0 {
@@ -64,9 +64,7 @@ impl Kernel {
         let v = &self.mms[mm as usize].vmas[vi];
         let index = self.mem.index(folio) as i64;
         match v.file {
-            Some(vf) if !self.mem.test(folio, pg::SWAPBACKED) => {
-                v.start as i64 + index - vf.pgoff as i64
-            }
+            Some(vf) if self.folio_is_file_lru(folio) => v.start as i64 + index - vf.pgoff as i64,
             _ => index,
         }
     }

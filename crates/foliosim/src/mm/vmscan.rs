@@ -211,7 +211,7 @@ impl Kernel {
         self.lruvec_del_folio(folio);
         self.mem.clear(folio, pg::ACTIVE);
         let lv = self.folio_lruvec(folio);
-        let lru = lru_of(!self.mem.test(folio, pg::SWAPBACKED), false);
+        let lru = lru_of(self.folio_is_file_lru(folio), false);
         self.list_add(lv, lru, folio, true);
     }
 
@@ -479,7 +479,7 @@ impl Kernel {
             let folio = list[i];
             i += 1;
             self.charge_time(self.hw.reclaim_scan_folio_ns);
-            let file = !self.mem.test(folio, pg::SWAPBACKED);
+            let file = self.folio_is_file_lru(folio);
             if file {
                 // folio_check_dirty_writeback.
                 let nr = self.mem.nr_pages(folio) as u64;
