@@ -152,7 +152,7 @@ impl Kernel {
         let mut flushed_block = usize::MAX;
         for idx in from..from + nr {
             let p = self.mms[mm as usize].vmas[vi].ptes[idx];
-            if !pt::is_present(p) || !(folio..end).contains(&pt::pfn(p)) || p & pt::YOUNG == 0 {
+            if !pt::maps_pfn_in(p, folio, end) || p & pt::YOUNG == 0 {
                 continue;
             }
             if p & pt::CONT != 0 {

@@ -293,7 +293,7 @@ impl Kernel {
             for idx in from..from + nr {
                 self.poisson_advance(mm, vi, idx);
                 let pte = self.mms[mm as usize].vmas[vi].ptes[idx];
-                if !pt::is_present(pte) || !(src..end).contains(&pt::pfn(pte)) {
+                if !pt::maps_pfn_in(pte, src, end) {
                     continue;
                 }
                 self.contpte_try_unfold(mm, vi, idx);

@@ -59,6 +59,11 @@ pub fn is_zero_page(pte: Pte) -> bool {
 pub fn pfn(pte: Pte) -> u32 {
     (pte >> PAYLOAD_SHIFT) as u32
 }
+/// A present PTE mapping one of the pages [first, end) (a folio's, in the rmap walks).
+#[inline]
+pub fn maps_pfn_in(pte: Pte, first: u32, end: u32) -> bool {
+    is_present(pte) && (first..end).contains(&pfn(pte))
+}
 #[inline]
 pub fn swap_device(pte: Pte) -> u32 {
     ((pte >> DEV_SHIFT) & 0xff) as u32

@@ -100,10 +100,7 @@ impl Kernel {
             let (from, nr) = self.folio_ptes(folio, mm, vi);
             let mut changed = 0;
             for p in &mut self.mms[mm as usize].vmas[vi].ptes[from..from + nr] {
-                if pt::is_present(*p)
-                    && (folio..end).contains(&pt::pfn(*p))
-                    && *p & (pt::WRITE | pt::DIRTY) != 0
-                {
+                if pt::maps_pfn_in(*p, folio, end) && *p & (pt::WRITE | pt::DIRTY) != 0 {
                     *p &= !(pt::WRITE | pt::DIRTY);
                     changed += 1;
                 }
@@ -143,8 +140,7 @@ impl Kernel {
             self.arch_clear_flush_young(mm, vi, from, nr, folio);
             let mut young = false;
             for p in &mut self.mms[mm as usize].vmas[vi].ptes[from..from + nr] {
-                if pt::is_present(*p) && (folio..end).contains(&pt::pfn(*p)) && *p & pt::YOUNG != 0
-                {
+                if pt::maps_pfn_in(*p, folio, end) && *p & pt::YOUNG != 0 {
                     *p &= !pt::YOUNG;
                     young = true;
                 }
@@ -184,7 +180,7 @@ impl Kernel {
             let start = self.mms[mm as usize].vmas[vi].start;
             for i in from..from + nr {
                 let p = self.mms[mm as usize].vmas[vi].ptes[i];
-                if !pt::is_present(p) || !(folio..end).contains(&pt::pfn(p)) {
+                if !pt::maps_pfn_in(p, folio, end) {
                     continue;
                 }
                 if p & pt::PMD != 0 {
