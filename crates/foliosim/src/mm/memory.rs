@@ -606,13 +606,12 @@ impl Kernel {
             }
         };
         let v = &self.mms[mm as usize].vmas[vi];
-        let idx = vpn - v.start;
+        let idx = (vpn - v.start) as usize;
         let page = folio + (v.linear_page_index(vpn) - self.mem.index(folio));
         self.mem.pages[pfn as usize].content = self.mem.pages[page as usize].content;
         self.mem.set(pfn, pg::SWAPBACKED);
         self.charge_time(self.hw.copy_page_ns);
         // finish_fault with the copy: set_pte_range's anonymous branch.
-        let idx = idx as usize;
         self.mms[mm as usize].vmas[vi].ptes[idx] =
             pt::mk_present(pfn, pt::WRITE | pt::DIRTY | pt::YOUNG);
         self.mms[mm as usize].rss_anon += 1;
