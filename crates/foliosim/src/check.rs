@@ -5,9 +5,9 @@
 //!   the per-CPU slot cache);
 //! - every folio is on at most one LRU list, and a folio flagged PG_lru is on one;
 //! - no present PTE points into a free page, and mapcounts equal the PTEs that map each folio;
-//! - mbind's policy ranges lie inside their VMA, sorted, disjoint and merged.
+//! - mbind's policy ranges lie inside their VMA, sorted, disjoint and merged;
 //! - nr_dirty and nr_writeback (and each file's dirty count) equal the dirty and writeback
-//!   pages of the page cache, and every write in flight is of a cached folio under writeback.
+//!   pages of the page cache, and every write in flight is of a cached folio under writeback;
 //! - a mapped page-cache page is in its file's page cache, at the offset its VMA maps there.
 
 use crate::mm::folio::{pg, NIL};

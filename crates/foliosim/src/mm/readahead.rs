@@ -7,10 +7,9 @@
 //! folio's order, up to MAX_PAGECACHE_ORDER and ilog2 of the window, aligned to the index and cut
 //! at the window's end; a failure falls back to order-0 pages) and page_cache_ra_unbounded.
 //! mmap read-around uses page_cache_ra_order from filemap.rs. Left out: bdi->io_pages (taken
-//! equal to ra_pages),
-//! the "contiguous cache hits" context readahead of random reads, readahead throttling on
-//! congestion, and filesystems' minimum folio orders (always 0 here). PG_readahead shares the
-//! PG_reclaim bit, as in the kernel.
+//! equal to ra_pages), the "contiguous cache hits" context readahead of random reads, readahead
+//! throttling on congestion, and filesystems' minimum folio orders (always 0 here). PG_readahead
+//! shares the PG_reclaim bit, as in the kernel.
 
 use super::filemap::FileId;
 use super::folio::pg;
