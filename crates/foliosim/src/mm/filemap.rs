@@ -455,14 +455,14 @@ impl Kernel {
                 st.call_end = (st.pos + req.buffer_bytes.max(1)).min(st.end);
                 self.charge_time(self.hw.fault_entry_ns);
             }
-            // Each folio starts with balance_dirty_pages_ratelimited.
-            let pages = match st.bdp_pages {
-                0 => self.tasks[t as usize].nr_dirtied,
-                pages => pages,
-            };
-            let pause = match st.bdp_pages {
-                0 => self.balance_dirty_pages_ratelimited(t),
-                _ => self.balance_dirty_pages(t, pages),
+            // Each folio starts with balance_dirty_pages_ratelimited, or with balance_dirty_pages
+            // itself while its loop goes on after a pause at the limit.
+            let (pages, pause) = match st.bdp_pages {
+                0 => {
+                    let pages = self.tasks[t as usize].nr_dirtied;
+                    (pages, self.balance_dirty_pages_ratelimited(t))
+                }
+                pages => (pages, self.balance_dirty_pages(t, pages)),
             };
             st.bdp_pages = if pause.again { pages.max(1) } else { 0 };
             if pause.pause_ns > 0 {
