@@ -337,13 +337,25 @@ impl<'a> Node<'a> {
 
     /// A size that must be given and greater than zero.
     fn positive_size(&self, k: &str) -> Res<u64> {
-        let bytes = self
-            .size_opt(k)?
-            .ok_or_else(|| self.missing(k, "a size such as 512M"))?;
-        if bytes == 0 {
-            return Err(self.err(k, "expected a size greater than 0, found 0"));
+        self.positive_size_opt(k)?
+            .ok_or_else(|| self.missing(k, "a size such as 512M"))
+    }
+
+    /// An optional size that, when given, is greater than 0.
+    fn positive_size_opt(&self, k: &str) -> Res<Option<u64>> {
+        match self.size_opt(k)? {
+            Some(0) => Err(self.err(k, "expected a size greater than 0, found 0")),
+            bytes => Ok(bytes),
         }
-        Ok(bytes)
+    }
+
+    /// The `size` of a file: greater than 0 and at most MAX_FILE_BYTES.
+    fn file_size(&self) -> Res<u64> {
+        let size_bytes = self.positive_size("size")?;
+        if size_bytes > MAX_FILE_BYTES {
+            return Err(self.err("size", "expected a file of at most 16 TiB"));
+        }
+        Ok(size_bytes)
     }
 
     /// A time in ns, from a string with a unit (`"10ms"`).
@@ -875,10 +887,7 @@ fn parse_files(top: &Node) -> Res<Vec<FileSpec>> {
         )?;
         let name = f.name("name")?;
         unique(top.cx, &mut seen, &name, &f.key("name"), "file")?;
-        let size_bytes = f.positive_size("size")?;
-        if size_bytes > MAX_FILE_BYTES {
-            return Err(f.err("size", "expected a file of at most 16 TiB"));
-        }
+        let size_bytes = f.file_size()?;
         files.push(FileSpec {
             name,
             size_bytes,
@@ -1036,17 +1045,8 @@ fn parse_generator(task: &Node, generator: &str) -> Res<Program> {
         }
         "file_read" => {
             let d = crate::workload::file_read::FileRead::default();
-            let size_bytes = task.positive_size("size")?;
-            if size_bytes > MAX_FILE_BYTES {
-                return Err(task.err("size", "expected a file of at most 16 TiB"));
-            }
-            let buffer_bytes = match task.size_opt("buffer")? {
-                None => d.buffer_bytes,
-                Some(0) => {
-                    return Err(task.err("buffer", "expected a size greater than 0, found 0"))
-                }
-                Some(b) => b,
-            };
+            let size_bytes = task.file_size()?;
+            let buffer_bytes = task.positive_size_opt("buffer")?.unwrap_or(d.buffer_bytes);
             Ok(Program::FileRead(crate::workload::file_read::FileRead {
                 size_bytes,
                 buffer_bytes,
@@ -1349,13 +1349,9 @@ fn parse_ops(
             "read" | "write" => {
                 let file = named_file(&node, files)?.0;
                 let (offset_bytes, len_bytes) = parse_file_range(&node, &files[file as usize])?;
-                let buffer_bytes = match node.size_opt("buffer")? {
-                    None => DEFAULT_READ_BUFFER_BYTES,
-                    Some(0) => {
-                        return Err(node.err("buffer", "expected a size greater than 0, found 0"))
-                    }
-                    Some(b) => b,
-                };
+                let buffer_bytes = node
+                    .positive_size_opt("buffer")?
+                    .unwrap_or(DEFAULT_READ_BUFFER_BYTES);
                 if op_name == "read" {
                     Op::FileRead {
                         file,
@@ -1442,9 +1438,8 @@ fn parse_mmap_file(node: &Node, region: String, files: &[FileSpec]) -> Res<Op> {
             ),
         ));
     }
-    let size_bytes = match node.size_opt("size")? {
+    let size_bytes = match node.positive_size_opt("size")? {
         None => file_bytes - offset_bytes,
-        Some(0) => return Err(node.err("size", "expected a size greater than 0, found 0")),
         Some(size) if offset_bytes.saturating_add(size) > file_pages_bytes => {
             return Err(node.err(
                 "size",
