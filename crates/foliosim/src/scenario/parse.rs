@@ -349,6 +349,18 @@ impl<'a> Node<'a> {
         }
     }
 
+    /// A file's `read_ahead_kb` (the device's readahead maximum) and `large_folios` (the
+    /// filesystem's large-folio support), with their defaults.
+    fn file_device(&self) -> Res<(u64, bool)> {
+        let read_ahead_kb = self
+            .int_opt("read_ahead_kb", 0, 1 << 20)?
+            .unwrap_or(DEFAULT_READ_AHEAD_KB as i64) as u64;
+        Ok((
+            read_ahead_kb,
+            self.bool_opt("large_folios")?.unwrap_or(true),
+        ))
+    }
+
     /// The `size` of a file: greater than 0 and at most MAX_FILE_BYTES.
     fn file_size(&self) -> Res<u64> {
         let size_bytes = self.positive_size("size")?;
@@ -888,13 +900,12 @@ fn parse_files(top: &Node) -> Res<Vec<FileSpec>> {
         let name = f.name("name")?;
         unique(top.cx, &mut seen, &name, &f.key("name"), "file")?;
         let size_bytes = f.file_size()?;
+        let (read_ahead_kb, large_folios) = f.file_device()?;
         files.push(FileSpec {
             name,
             size_bytes,
-            read_ahead_kb: f
-                .int_opt("read_ahead_kb", 0, 1 << 20)?
-                .unwrap_or(DEFAULT_READ_AHEAD_KB as i64) as u64,
-            large_folios: f.bool_opt("large_folios")?.unwrap_or(true),
+            read_ahead_kb,
+            large_folios,
         });
     }
     Ok(files)
@@ -1047,16 +1058,18 @@ fn parse_generator(task: &Node, generator: &str) -> Res<Program> {
             let d = crate::workload::file_read::FileRead::default();
             let size_bytes = task.file_size()?;
             let buffer_bytes = task.positive_size_opt("buffer")?.unwrap_or(d.buffer_bytes);
+            let cycles = task.int_opt("cycles", 1, 100_000)?.unwrap_or(1) as u32;
+            let preload_node = task.int_opt("preload_node", 0, 1023)?.map(|n| n as u32);
+            let preload_reads = task.int_opt("preload_reads", 1, 1000)?.unwrap_or(1) as u32;
+            let (read_ahead_kb, large_folios) = task.file_device()?;
             Ok(Program::FileRead(crate::workload::file_read::FileRead {
                 size_bytes,
                 buffer_bytes,
-                cycles: task.int_opt("cycles", 1, 100_000)?.unwrap_or(1) as u32,
-                preload_node: task.int_opt("preload_node", 0, 1023)?.map(|n| n as u32),
-                preload_reads: task.int_opt("preload_reads", 1, 1000)?.unwrap_or(1) as u32,
-                read_ahead_kb: task
-                    .int_opt("read_ahead_kb", 0, 1 << 20)?
-                    .unwrap_or(d.read_ahead_kb as i64) as u64,
-                large_folios: task.bool_opt("large_folios")?.unwrap_or(true),
+                cycles,
+                preload_node,
+                preload_reads,
+                read_ahead_kb,
+                large_folios,
             }))
         }
         "zero_subpage" => Ok(Program::ZeroSubpage {
