@@ -117,14 +117,9 @@ impl Kernel {
     }
 
     /// folio_referenced: clears the young bits of every PTE mapping the folio and returns the
-    /// number of mappings in which at least one was young.
-    pub fn folio_referenced(&mut self, folio: FolioId) -> u32 {
-        self.folio_referenced_vm_flags(folio).0
-    }
-
-    /// folio_referenced with its `vm_flags`: also the union of the flags of the VMAs in which
-    /// the folio was referenced.
-    pub fn folio_referenced_vm_flags(&mut self, folio: FolioId) -> (u32, u8) {
+    /// number of mappings in which at least one was young, and (`vm_flags`) the union of the
+    /// flags of those VMAs.
+    pub fn folio_referenced(&mut self, folio: FolioId) -> (u32, u8) {
         let mut vm_flags = 0;
         let mappings = self.folio_mappings(folio);
         let end = folio + self.mem.nr_pages(folio);

@@ -345,7 +345,7 @@ impl Kernel {
             // The references are looked at (and the young bits cleared) but anonymous folios are
             // deactivated whatever they say; so are file folios, which keep PG_referenced,
             // except those referenced from an executable mapping: one more trip on the list.
-            let (referenced, vm_flags) = self.folio_referenced_vm_flags(folio);
+            let (referenced, vm_flags) = self.folio_referenced(folio);
             if file && referenced > 0 && vm_flags & VM_EXEC != 0 {
                 self.list_add(lv, Lru::ActiveFile, folio, false);
                 continue;
@@ -418,7 +418,7 @@ impl Kernel {
 
     /// folio_check_references.
     fn folio_check_references(&mut self, folio: FolioId) -> FolioRef {
-        let (referenced_mappings, vm_flags) = self.folio_referenced_vm_flags(folio);
+        let (referenced_mappings, vm_flags) = self.folio_referenced(folio);
         let referenced_folio = self.mem.test(folio, pg::REFERENCED);
         self.mem.clear(folio, pg::REFERENCED);
         if referenced_mappings > 0 {
