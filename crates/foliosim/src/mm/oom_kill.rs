@@ -1,9 +1,10 @@
 //! The OOM killer: pick the task with the largest footprint and end it.
 //!
 //! Models mm/oom_kill.c out_of_memory / select_bad_process / oom_badness (v6.x): badness is
-//! resident anonymous and file pages plus swap entries; the memcg OOM looks only at tasks in that cgroup,
-//! and an OOM of an allocation limited by a memory policy to some nodes (CONSTRAINT_MEMORY_POLICY)
-//! passes over tasks whose own MPOL_BIND policy shares none of them (mempolicy_in_oom_domain).
+//! resident anonymous and file pages plus swap entries; the memcg OOM looks only at tasks in that
+//! cgroup, and an OOM of an allocation limited by a memory policy to some nodes
+//! (CONSTRAINT_MEMORY_POLICY) passes over tasks whose own MPOL_BIND policy shares none of them
+//! (mempolicy_in_oom_domain).
 //! Left out: oom_score_adj, page-table pages in the score, the OOM reaper's timing.
 
 use super::Kernel;
