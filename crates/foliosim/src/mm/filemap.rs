@@ -36,8 +36,9 @@
 //! read and written whole), truncation, VM_RAND_READ / VM_SEQ_READ advice, the v6.16 VM_EXEC
 //! read-around (exec_folio_order), shadow entries and workingset refault detection (so
 //! mmap_miss counts every page seen), the per-CPU lru_add batches, PG_idle, and MGLRU: the RFC
-//! v3 hook is in the classic-LRU branch only (v4 added one to lru_gen_inc_refs, not modelled). File folios are told from anonymous ones by
-//! PG_swapbacked; their `mapping` holds the file id where an anonymous folio holds its anon_vma.
+//! v3 hook is in the classic-LRU branch only (v4 added one to lru_gen_inc_refs, not modelled).
+//! File folios are told from anonymous ones by PG_swapbacked; their `mapping` holds the file id
+//! where an anonymous folio holds its anon_vma.
 
 use super::folio::{content, pg, FolioId, NIL};
 use super::memory::{Gfp, Killed};
