@@ -1045,3 +1045,35 @@ ops = [
     // Nothing anonymous but the 256 private copies and the child's: no swap needed.
     assert_eq!(v["pgsteal_anon"], 0);
 }
+
+#[test]
+fn mbind_move_on_a_file_mapping_migrates_its_page_cache_folios_once() {
+    // Page cache read under bind:1, mapped shared, then mbind(bind:0, MPOL_MF_MOVE): each cached
+    // page moves to node 0 exactly once (a page-cache folio's index is a file offset, not an
+    // address, so the walk must not take it for one).
+    let toml = r#"
+name = "t"
+[[machine.node]]
+memory = "256M"
+cpus = 2
+[[machine.node]]
+memory = "256M"
+cpus = 0
+[[file]]
+name = "data"
+size = "8M"
+[[task]]
+name = "w"
+mempolicy = "bind:1"
+ops = [
+  { op = "read", file = "data", buffer = "1M" },
+  { op = "mmap", region = "m", file = "data", shared = true },
+  { op = "touch", region = "m", access = "read" },
+  { op = "set_mempolicy", mode = "default" },
+  { op = "mbind", region = "m", mode = "bind:0", move = true },
+]
+"#;
+    let r = run(toml, "v6.18", &[]);
+    assert_eq!(r.vmstat["pgmigrate_success"], 2048);
+    assert_eq!(r.vmstat["pgmigrate_fail"], 0);
+}

@@ -587,8 +587,9 @@ impl Kernel {
     /// copied into a new anonymous page, which is what gets mapped.
     fn do_cow_fault(&mut self, mm: u32, vi: usize, vpn: u32) -> Result<(), Killed> {
         let memcg = self.mms[mm as usize].memcg;
-        let node = self.task_node();
-        let pfn = self.alloc_pages(node, 0, Gfp::USER).ok_or(Killed)?;
+        let pfn = self
+            .vma_alloc_folio(Gfp::USER, 0, mm, vi, vpn)
+            .ok_or(Killed)?;
         let av = self.mms[mm as usize].anon_vma;
         self.mem.prep_folio(pfn, 0, av, memcg, vpn);
         if self.mem_cgroup_charge(pfn, memcg, Gfp::USER).is_err() {

@@ -488,8 +488,10 @@ impl Kernel {
             }
             let folio = self.mem.head_of(pt::pfn(pte));
             let (nr, order) = (self.mem.nr_pages(folio), self.mem.order(folio));
-            // The rest of this folio's pages need no second look.
-            vpn = (self.mem.index(folio) + nr).max(vpn + 1);
+            // The rest of this folio's pages need no second look. (Its first page's address:
+            // a page-cache folio's index is a file offset, not an address.)
+            let folio_vpn = self.folio_vpn(folio, mm, vi);
+            vpn = ((folio_vpn + nr as i64) as u32).max(vpn + 1);
             if node_isset(self.pfn_node(folio), pol.nodes)
                 || !self.mem.test(folio, pg::LRU)
                 || self.mem.test(folio, pg::SWAPCACHE)
@@ -499,7 +501,7 @@ impl Kernel {
             }
             let target = match pol.mode {
                 MpolMode::Interleave => {
-                    let at = self.mem.index(folio).max(vstart + from);
+                    let at = folio_vpn.max((vstart + from) as i64) as u32;
                     let (_, ilx) = self.get_vma_policy(mm, vi, at, order);
                     self.interleave_nid(pol, ilx)
                 }
