@@ -163,13 +163,7 @@ pub fn notes(scenario: &Scenario, host: &live::Host, runs: &[LiveRun]) -> String
         host.cpus,
         host.memory_bytes >> 20,
         scenario.machine.nr_cpus(),
-        scenario
-            .machine
-            .nodes
-            .iter()
-            .map(|n| n.memory_bytes)
-            .sum::<u64>()
-            >> 20,
+        scenario.machine.memory_bytes() >> 20,
         runs.first()
             .and_then(|r| r.info["cgroup"].as_str())
             .unwrap_or("-"),

@@ -233,16 +233,7 @@ fn run_all(scenario: &Scenario, specs: &[RunSpec]) -> Result<Vec<RunResult>, Fai
     // stay within MEMMAP_BUDGET_BYTES: a 1 TiB machine's is 6 GiB, so such runs go one by one.
     let memmap_bytes = specs
         .iter()
-        .map(|s| {
-            let bytes: u64 = s
-                .scenario
-                .machine
-                .nodes
-                .iter()
-                .map(|n| n.memory_bytes)
-                .sum();
-            bytes / 4096 * 24
-        })
+        .map(|s| s.scenario.machine.memory_bytes() / 4096 * 24)
         .max()
         .unwrap_or(0);
     let by_memory = (MEMMAP_BUDGET_BYTES / memmap_bytes.max(1)).max(1) as usize;

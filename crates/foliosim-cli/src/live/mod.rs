@@ -105,13 +105,7 @@ pub fn preflight(specs: &[RunSpec]) -> Result<Host, LiveError> {
         let run = spec.variant.as_deref().unwrap_or("(no variant)");
         // a scenario for a bigger machine would push this one into global reclaim and OOM kills
         // of whatever else runs here: its cgroup limits assume the memory it describes
-        let scenario_bytes: u64 = spec
-            .scenario
-            .machine
-            .nodes
-            .iter()
-            .map(|n| n.memory_bytes)
-            .sum();
+        let scenario_bytes = spec.scenario.machine.memory_bytes();
         if scenario_bytes > memory_bytes {
             return Err(unsupported(format!(
                 "{run}: the scenario's machine has {} MiB, this one {} MiB",

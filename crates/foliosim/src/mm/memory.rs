@@ -229,6 +229,20 @@ impl Kernel {
             }
             return Ok(());
         }
+        let pfn = self.alloc_anon_page(mm, vi, vpn, memcg)?;
+        self.map_new_anon_folio(mm, vi, vpn, pfn, false);
+        Ok(())
+    }
+
+    /// An order-0 anonymous folio for `vpn`, placed by the VMA's policy and charged to `memcg`
+    /// (vma_alloc_folio + mem_cgroup_charge); freed again if the charge fails.
+    fn alloc_anon_page(
+        &mut self,
+        mm: u32,
+        vi: usize,
+        vpn: u32,
+        memcg: u16,
+    ) -> Result<FolioId, Killed> {
         let pfn = self
             .vma_alloc_folio(Gfp::USER, 0, mm, vi, vpn)
             .ok_or(Killed)?;
@@ -239,8 +253,7 @@ impl Kernel {
             self.free_pages(pfn, 0);
             return Err(Killed);
         }
-        self.map_new_anon_folio(mm, vi, vpn, pfn, false);
-        Ok(())
+        Ok(pfn)
     }
 
     /// Zero-fills a new anonymous folio, maps it writable at `base` and puts it on the LRU.
@@ -444,16 +457,7 @@ impl Kernel {
             return Ok(());
         }
         let memcg = self.mms[mm as usize].memcg;
-        let pfn = self
-            .vma_alloc_folio(Gfp::USER, 0, mm, vi, vpn)
-            .ok_or(Killed)?;
-        let av = self.mms[mm as usize].anon_vma;
-        self.mem.prep_folio(pfn, 0, av, memcg, vpn);
-        if self.mem_cgroup_charge(pfn, memcg, Gfp::USER).is_err() {
-            self.mem.clear_folio(pfn);
-            self.free_pages(pfn, 0);
-            return Err(Killed);
-        }
+        let pfn = self.alloc_anon_page(mm, vi, vpn, memcg)?;
         self.mem.pages[pfn as usize].content = self.mem.pages[old_page as usize].content;
         self.mem.set(pfn, pg::SWAPBACKED);
         self.mms[mm as usize].vmas[vi].ptes[idx] =
@@ -587,16 +591,7 @@ impl Kernel {
     /// copied into a new anonymous page, which is what gets mapped.
     fn do_cow_fault(&mut self, mm: u32, vi: usize, vpn: u32) -> Result<(), Killed> {
         let memcg = self.mms[mm as usize].memcg;
-        let pfn = self
-            .vma_alloc_folio(Gfp::USER, 0, mm, vi, vpn)
-            .ok_or(Killed)?;
-        let av = self.mms[mm as usize].anon_vma;
-        self.mem.prep_folio(pfn, 0, av, memcg, vpn);
-        if self.mem_cgroup_charge(pfn, memcg, Gfp::USER).is_err() {
-            self.mem.clear_folio(pfn);
-            self.free_pages(pfn, 0);
-            return Err(Killed);
-        }
+        let pfn = self.alloc_anon_page(mm, vi, vpn, memcg)?;
         let folio = match self.filemap_fault(mm, vi, vpn) {
             Ok(f) => f,
             Err(k) => {

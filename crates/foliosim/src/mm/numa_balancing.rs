@@ -333,7 +333,7 @@ impl Kernel {
             return false;
         }
         if self.folio_is_file_lru(folio) && self.mem.test(folio, pg::DIRTY) {
-            // Not every filesystem can move a dirty folio in MIGRATE_ASYNC.
+            // migrate_misplaced_folio_prepare: dirty page cache is not moved on a hint fault.
             return false;
         }
         self.lruvec_del_folio(folio);

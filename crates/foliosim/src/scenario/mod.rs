@@ -56,6 +56,13 @@ impl MachineSpec {
     pub fn nr_cpus(&self) -> u32 {
         self.nodes.iter().map(|n| n.cpus).sum()
     }
+
+    /// The memory of all nodes (saturating: an impossible machine is reported, not wrapped).
+    pub fn memory_bytes(&self) -> u64 {
+        self.nodes
+            .iter()
+            .fold(0u64, |sum, n| sum.saturating_add(n.memory_bytes))
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -214,6 +221,29 @@ pub enum Op {
     Fsync {
         file: u32,
     },
+}
+
+impl Op {
+    /// A write of every page of `len_bytes` (None: to the region's end) from `offset_bytes`, in
+    /// order, once: how the generators fill their memory.
+    pub fn sequential_write(
+        region: &str,
+        offset_bytes: u64,
+        len_bytes: Option<u64>,
+        data: u8,
+        work_ns: u64,
+    ) -> Op {
+        Op::Touch {
+            region: region.into(),
+            access: Access::Write,
+            pattern: Pattern::Sequential,
+            offset_bytes,
+            len_bytes,
+            count: None,
+            data,
+            work_ns,
+        }
+    }
 }
 
 /// What one iteration reports.

@@ -507,10 +507,7 @@ fn parse_scenario(cx: &Cx, table: &Table) -> Res<Scenario> {
         return Err(top.err("sched_quantum", "expected a time from 1us to 100ms"));
     }
     let machine = parse_machine(&top)?;
-    let total_memory_bytes = machine
-        .nodes
-        .iter()
-        .fold(0u64, |sum, n| sum.saturating_add(n.memory_bytes));
+    let total_memory_bytes = machine.memory_bytes();
     let swap = parse_swap(&top)?;
     let cgroups = parse_cgroups(&top, total_memory_bytes)?;
     let limits = Limits {
@@ -1733,11 +1730,7 @@ pub fn resolve(
                 .ok_or_else(|| arg_err("--variant", name, variant_expectation(scenario, name)))?,
         ),
     };
-    let total_memory_bytes = scenario
-        .machine
-        .nodes
-        .iter()
-        .fold(0u64, |sum, n| sum.saturating_add(n.memory_bytes));
+    let total_memory_bytes = scenario.machine.memory_bytes();
     let limits = Limits {
         cgroups: &scenario.cgroups,
         total_memory_bytes,

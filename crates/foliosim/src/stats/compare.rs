@@ -112,12 +112,15 @@ impl Metric {
                 _ => it.get(field)?.as_f64(),
             }
         };
-        let iteration = |i: usize, field: &str| iteration_of(run, i, field);
         let mean = |r: &RunResult, first: usize, last: usize, field: &str| {
             let v: Vec<f64> = (first..=last)
                 .filter_map(|i| iteration_of(r, i, field))
                 .collect();
             (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
+        };
+        let variant_in_profile = |variant: &str| {
+            all.iter()
+                .find(|r| r.profile == run.profile && r.variant.as_deref() == Some(variant))
         };
         let same_variant_in = |profile: &str| {
             all.iter()
@@ -128,9 +131,7 @@ impl Metric {
                 field,
                 base_variant,
             } => {
-                let base = all.iter().find(|r| {
-                    r.profile == run.profile && r.variant.as_deref() == Some(base_variant)
-                })?;
+                let base = variant_in_profile(base_variant)?;
                 let b = task_sum(base, field);
                 (b > 0.0).then(|| (task_sum(run, field) / b - 1.0) * 100.0)
             }
@@ -147,22 +148,15 @@ impl Metric {
                 let (out, fallback) = (stats["swpout"] as f64, stats["swpout_fallback"] as f64);
                 (out + fallback > 0.0).then(|| fallback * 100.0 / (out + fallback))
             }
-            Metric::Iteration { index, field } => iteration(*index, field),
-            Metric::IterationMean { first, last, field } => {
-                let v: Vec<f64> = (*first..=*last)
-                    .filter_map(|i| iteration(i, field))
-                    .collect();
-                (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
-            }
+            Metric::Iteration { index, field } => iteration_of(run, *index, field),
+            Metric::IterationMean { first, last, field } => mean(run, *first, *last, field),
             Metric::IterationRatio {
                 first,
                 last,
                 field,
                 base_variant,
             } => {
-                let base = all.iter().find(|r| {
-                    r.profile == run.profile && r.variant.as_deref() == Some(base_variant)
-                })?;
+                let base = variant_in_profile(base_variant)?;
                 let b = mean(base, 1, base.iterations.len(), field)?;
                 let v = mean(run, *first, *last, field)?;
                 (b > 0.0).then(|| v / b)

@@ -11,7 +11,7 @@
 //! and the first cycle reads it through readahead.
 
 use crate::mm::mempolicy::{Mempolicy, MpolMode};
-use crate::scenario::{Access, IterationReport, Op, Pattern};
+use crate::scenario::{IterationReport, Op};
 
 #[derive(Clone, Debug, PartialEq)]
 pub struct FileRead {
@@ -58,16 +58,13 @@ impl FileRead {
                 region: REGION_BUFFER.into(),
                 size_bytes: self.buffer_bytes,
             },
-            Op::Touch {
-                region: REGION_BUFFER.into(),
-                access: Access::Write,
-                pattern: Pattern::Sequential,
-                offset_bytes: 0,
-                len_bytes: None,
-                count: None,
-                data: crate::mm::folio::content::DATA_DEFAULT,
-                work_ns: 0,
-            },
+            Op::sequential_write(
+                REGION_BUFFER,
+                0,
+                None,
+                crate::mm::folio::content::DATA_DEFAULT,
+                0,
+            ),
         ];
         let read = Op::FileRead {
             file,

@@ -8,7 +8,7 @@
 //! are the real tool's picks.
 
 use crate::mm::folio::content;
-use crate::scenario::{Access, Advice, IterationReport, Op, Pattern};
+use crate::scenario::{Advice, IterationReport, Op};
 use crate::sim::rng::GlibcRand;
 
 const KIB: u64 = 1024;
@@ -23,17 +23,14 @@ const TOTAL_DONTNEED_SMALLFOLIO: u64 = MIB;
 pub const REPORT_ORDER: u32 = 4;
 
 fn write(region: &str, offset_bytes: u64, len_bytes: u64) -> Op {
-    Op::Touch {
-        region: region.into(),
-        access: Access::Write,
-        pattern: Pattern::Sequential,
+    // memset(0x11): every word the same non-zero value.
+    Op::sequential_write(
+        region,
         offset_bytes,
-        len_bytes: Some(len_bytes),
-        count: None,
-        // memset(0x11): every word the same non-zero value.
-        data: content::SAME_FILLED,
-        work_ns: 0,
-    }
+        Some(len_bytes),
+        content::SAME_FILLED,
+        0,
+    )
 }
 
 fn madvise(region: &str, advice: Advice, offset_bytes: u64, len_bytes: Option<u64>) -> Op {

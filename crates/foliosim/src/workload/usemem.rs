@@ -6,7 +6,7 @@
 
 use crate::machine::hw::HwCosts;
 use crate::mm::folio::content;
-use crate::scenario::{Access, Op, Pattern};
+use crate::scenario::Op;
 
 /// Index of the write loop in the program; its end time is the end of Δt.
 pub const WRITE_OP: usize = 2;
@@ -23,16 +23,13 @@ pub fn program(task_name: &str, size_bytes: u64, hw: &HwCosts) -> Vec<Op> {
             region: "buf".into(),
             size_bytes,
         },
-        Op::Touch {
-            region: "buf".into(),
-            access: Access::Write,
-            pattern: Pattern::Sequential,
-            offset_bytes: 0,
-            len_bytes: None,
-            count: None,
-            data: content::DATA_DEFAULT,
-            work_ns: WORDS_PER_PAGE * hw.word_write_ns_x1000 / 1000,
-        },
+        Op::sequential_write(
+            "buf",
+            0,
+            None,
+            content::DATA_DEFAULT,
+            WORDS_PER_PAGE * hw.word_write_ns_x1000 / 1000,
+        ),
         Op::Munmap {
             region: "buf".into(),
         },

@@ -20,7 +20,7 @@ use crate::mm::folio::content;
 use crate::mm::memory::Killed;
 use crate::mm::pagetable as pt;
 use crate::mm::Kernel;
-use crate::scenario::{Access, Op, Pattern};
+use crate::scenario::Op;
 use crate::stats::Vm;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -128,16 +128,13 @@ impl Xsbench {
         let mut ops = Vec::new();
         if i == 0 {
             for (region, _) in self.regions() {
-                ops.push(Op::Touch {
-                    region: region.into(),
-                    access: Access::Write,
-                    pattern: Pattern::Sequential,
-                    offset_bytes: 0,
-                    len_bytes: None,
-                    count: None,
-                    data: content::DATA_DEFAULT,
-                    work_ns: PAGE / 8 * hw.word_write_ns_x1000 / 1000,
-                });
+                ops.push(Op::sequential_write(
+                    region,
+                    0,
+                    None,
+                    content::DATA_DEFAULT,
+                    PAGE / 8 * hw.word_write_ns_x1000 / 1000,
+                ));
             }
         }
         ops.push(Op::Barrier {

@@ -4,7 +4,7 @@
 //! time is the result's `iterations[0].time_ns`.
 
 use crate::mm::folio::content;
-use crate::scenario::{Access, Advice, IterationReport, Op, Pattern};
+use crate::scenario::{Advice, IterationReport, Op};
 
 const HPAGE_BYTES: u64 = 2 << 20;
 const PAGE_BYTES: u64 = 4096;
@@ -16,15 +16,8 @@ pub fn program(size_bytes: u64, offset: u64, num_dirty: u64) -> Vec<Op> {
     } else {
         content::SPARSE_TAIL
     };
-    let dirty = |offset_bytes, len_bytes| Op::Touch {
-        region: "mem".into(),
-        access: Access::Write,
-        pattern: Pattern::Sequential,
-        offset_bytes,
-        len_bytes: Some(len_bytes),
-        count: None,
-        data,
-        work_ns: 0,
+    let dirty = |offset_bytes, len_bytes| {
+        Op::sequential_write("mem", offset_bytes, Some(len_bytes), data, 0)
     };
     let mut ops = vec![
         Op::IterationStart,
