@@ -274,6 +274,27 @@ pub fn check(k: &Kernel) -> Vec<String> {
             ));
         }
     }
+
+    // Each cgroup's page counter: its folios (a migrated source kept by MIGRC gave its charge to
+    // the destination) and its stocked pages.
+    let mut charged = vec![0u64; k.memcgs.len()];
+    for (pfn, p) in k.mem.pages.iter().enumerate() {
+        if p.test(pg::HEAD) {
+            charged[k.mem.memcg(pfn as u32) as usize] += 1u64 << p.order();
+        }
+    }
+    for &f in &k.migrc.folios {
+        charged[k.mem.memcg(f) as usize] -= k.mem.nr_pages(f) as u64;
+    }
+    for (m, cg) in k.memcgs.iter().enumerate().skip(1) {
+        let stocked = k.stocked_pages(m as u16);
+        if cg.usage_pages != charged[m] + stocked {
+            out.push(format!(
+                "memcg {}: usage {} pages but {} in folios + {stocked} stocked",
+                cg.name, cg.usage_pages, charged[m]
+            ));
+        }
+    }
     out.truncate(50);
     out
 }

@@ -1,24 +1,36 @@
-//! Memory cgroups: charging with `memory.max`, reclaim of the cgroup's own LRUs when a charge would
-//! exceed it, and the memcg OOM killer.
+//! Memory cgroups: charging with `memory.max` through the per-CPU charge stock, reclaim of the
+//! cgroup's own LRUs when a charge would exceed it, and the memcg OOM killer.
 //!
-//! Models mm/memcontrol.c try_charge_memcg (v6.9–v6.18): a charge that cannot block fails at once;
-//! otherwise reclaim (try_to_free_mem_cgroup_pages) and retry, unconditionally while reclaim makes
-//! progress for orders up to PAGE_ALLOC_COSTLY_ORDER, else up to MAX_RECLAIM_RETRIES times, then OOM.
-//! Cgroups are flat under the root (id 0, unlimited). Left out: the per-CPU charge stock,
-//! memory.high/low/min protection, swap.max, kmem, and hierarchy beyond one level.
+//! Models mm/memcontrol.c try_charge_memcg (v6.9–v6.18): a charge of up to MEMCG_CHARGE_BATCH
+//! pages is first taken from this CPU's stock without looking at the limit; otherwise the counter
+//! is charged a whole batch and the rest refills the stock, then just the pages asked for; a
+//! charge that cannot block fails at once; otherwise reclaim (try_to_free_mem_cgroup_pages), drain
+//! every CPU's stock once, and retry, unconditionally while reclaim makes progress for orders up
+//! to PAGE_ALLOC_COSTLY_ORDER, else up to MAX_RECLAIM_RETRIES times, then OOM. The stock holds one
+//! memcg per CPU before v6.16 and NR_MEMCG_STOCK from v6.16 ("memcg: multi-memcg percpu charge
+//! cache"). Uncharges go straight to the counter. Cgroups are flat under the root (id 0,
+//! unlimited, never stocked). Left out: drain_all_stock runs every CPU's drain at once (the kernel
+//! queues work on the other CPUs), memory.high/low/min protection, swap.max, kmem and object
+//! stocks, and hierarchy beyond one level.
 
 use super::folio::FolioId;
 use super::memory::Gfp;
 use super::vmscan::MAX_RECLAIM_RETRIES;
 use super::Kernel;
+use crate::scenario::profile::Kernel as Gen;
 use crate::scenario::RunSpec;
 use crate::stats::Memcg;
 
 const PAGE_ALLOC_COSTLY_ORDER: u32 = 3;
+/// Pages one page-counter charge takes at once for the stock (64 since v6.1).
+pub const MEMCG_CHARGE_BATCH: u64 = 64;
+/// Memcgs one CPU's stock holds from v6.16.
+const NR_MEMCG_STOCK: usize = 7;
 
 pub struct MemCgroup {
     pub name: String,
     pub max_pages: u64,
+    /// The page counter: charged folios plus the pages the CPUs' stocks hold for this cgroup.
     pub usage_pages: u64,
     /// Swap PTEs of the cgroup's tasks (their pages now on swap).
     pub swap_pages: u64,
@@ -50,6 +62,18 @@ impl MemCgroup {
     pub fn count(&mut self, item: Memcg, n: u64) {
         self.stat[item as usize] += n;
     }
+
+    /// mem_cgroup_margin: pages that can still be charged before the limit.
+    fn margin(&self) -> u64 {
+        self.max_pages.saturating_sub(self.usage_pages)
+    }
+}
+
+/// memcg_stock_pcp: pages already charged to a memcg and not yet handed out, on one CPU.
+#[derive(Clone, Debug, Default)]
+pub struct MemcgStock {
+    /// (memcg, pages) per slot; memcg 0 is an empty slot.
+    pub slots: Vec<(u16, u64)>,
 }
 
 /// The root cgroup (id 0) and the scenario's cgroups (whose limits already carry any
@@ -66,31 +90,68 @@ pub fn build(spec: &RunSpec) -> Vec<MemCgroup> {
     v
 }
 
+/// One empty stock per CPU, with the generation's number of slots.
+pub fn build_stocks(spec: &RunSpec, nr_cpus: usize) -> Vec<MemcgStock> {
+    let slots = if spec.profile.kernel >= Gen::V6_18 {
+        NR_MEMCG_STOCK
+    } else {
+        1
+    };
+    vec![
+        MemcgStock {
+            slots: vec![(0, 0); slots]
+        };
+        nr_cpus
+    ]
+}
+
 impl Kernel {
     /// mem_cgroup_charge: Err when the charge failed (the caller falls back or fails the fault).
     pub fn mem_cgroup_charge(&mut self, folio: FolioId, memcg: u16, gfp: Gfp) -> Result<(), ()> {
         let nr = self.mem.nr_pages(folio) as u64;
         self.charge_time(self.hw.memcg_charge_ns);
+        if memcg == 0 {
+            let cg = &mut self.memcgs[0];
+            cg.usage_pages += nr;
+            return Ok(());
+        }
         self.try_charge(memcg, nr, gfp)
     }
 
     fn try_charge(&mut self, memcg: u16, nr: u64, gfp: Gfp) -> Result<(), ()> {
+        let mut batch = nr.max(MEMCG_CHARGE_BATCH);
         let mut retries = MAX_RECLAIM_RETRIES;
+        let mut drained = false;
         let mut oom_tried = false;
         loop {
-            let cg = &mut self.memcgs[memcg as usize];
-            if cg.usage_pages + nr <= cg.max_pages {
-                cg.usage_pages += nr;
-                cg.note_footprint();
+            if self.consume_stock(memcg, nr) {
                 return Ok(());
             }
-            cg.count(Memcg::MaxEvents, 1);
+            let cg = &mut self.memcgs[memcg as usize];
+            if cg.margin() >= batch {
+                cg.usage_pages += batch;
+                cg.note_footprint();
+                if batch > nr {
+                    self.refill_stock(memcg, batch - nr);
+                }
+                return Ok(());
+            }
+            // Never reclaim for the stock's extra pages: try again for just these.
+            if batch > nr {
+                batch = nr;
+                continue;
+            }
             if !gfp.direct_reclaim {
                 return Err(());
             }
+            cg.count(Memcg::MaxEvents, 1);
             let reclaimed = self.try_to_free_mem_cgroup_pages(memcg, nr);
-            let cg = &self.memcgs[memcg as usize];
-            if cg.usage_pages + nr <= cg.max_pages {
+            if self.memcgs[memcg as usize].margin() >= nr {
+                continue;
+            }
+            if !drained {
+                self.drain_all_stock(memcg);
+                drained = true;
                 continue;
             }
             if reclaimed > 0 && nr <= 1 << PAGE_ALLOC_COSTLY_ORDER {
@@ -114,9 +175,183 @@ impl Kernel {
         }
     }
 
+    /// consume_stock: take `nr` pages from this CPU's stock of `memcg`, if it holds that many.
+    fn consume_stock(&mut self, memcg: u16, nr: u64) -> bool {
+        if nr > MEMCG_CHARGE_BATCH {
+            return false;
+        }
+        let stock = &mut self.memcg_stocks[self.current_cpu as usize];
+        match stock.slots.iter_mut().find(|s| s.0 == memcg) {
+            Some(slot) if slot.1 >= nr => {
+                slot.1 -= nr;
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// refill_stock: keep `nr` charged pages in this CPU's stock; a stock grown past a batch
+    /// goes back to the counter. A memcg without a slot takes an empty one, else evicts one.
+    fn refill_stock(&mut self, memcg: u16, nr: u64) {
+        let cpu = self.current_cpu as usize;
+        let slots = &self.memcg_stocks[cpu].slots;
+        let i = match slots.iter().position(|s| s.0 == memcg) {
+            Some(i) => i,
+            None => {
+                let i = match slots.iter().position(|s| s.0 == 0) {
+                    Some(i) => i,
+                    None => (self.rng.next_u64() % slots.len() as u64) as usize,
+                };
+                self.drain_stock(cpu, i);
+                self.memcg_stocks[cpu].slots[i].0 = memcg;
+                i
+            }
+        };
+        self.memcg_stocks[cpu].slots[i].1 += nr;
+        if self.memcg_stocks[cpu].slots[i].1 > MEMCG_CHARGE_BATCH {
+            self.drain_stock(cpu, i);
+        }
+    }
+
+    /// drain_stock: return one slot's pages to its memcg's counter and free the slot.
+    fn drain_stock(&mut self, cpu: usize, slot: usize) {
+        let (memcg, pages) = std::mem::take(&mut self.memcg_stocks[cpu].slots[slot]);
+        if pages > 0 {
+            self.memcgs[memcg as usize].usage_pages -= pages;
+        }
+    }
+
+    /// drain_all_stock: every CPU holding stock of `memcg` drains its whole stock.
+    pub fn drain_all_stock(&mut self, memcg: u16) {
+        for cpu in 0..self.memcg_stocks.len() {
+            let slots = &self.memcg_stocks[cpu].slots;
+            if slots.iter().any(|&(m, pages)| m == memcg && pages > 0) {
+                for slot in 0..slots.len() {
+                    self.drain_stock(cpu, slot);
+                }
+            }
+        }
+    }
+
+    /// Pages the CPUs' stocks hold for `memcg` (charged, in no folio).
+    pub fn stocked_pages(&self, memcg: u16) -> u64 {
+        self.memcg_stocks
+            .iter()
+            .flat_map(|s| &s.slots)
+            .filter(|s| s.0 == memcg)
+            .map(|s| s.1)
+            .sum()
+    }
+
     pub fn mem_cgroup_uncharge(&mut self, folio: FolioId) {
         let memcg = self.mem.memcg(folio) as usize;
         let nr = self.mem.nr_pages(folio) as u64;
         self.memcgs[memcg].usage_pages -= nr;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const NOWAIT: Gfp = Gfp {
+        direct_reclaim: false,
+        kswapd_reclaim: false,
+        retry: false,
+    };
+
+    /// Two CPUs, no swap, cgroups "a" and "b" of `max_pages` each; CPU 0 current.
+    fn boot(profile: &str, max_pages: u64) -> Kernel {
+        let toml = format!(
+            r#"
+name = "t"
+[[machine.node]]
+memory = "64M"
+cpus = 2
+[[cgroup]]
+name = "a"
+"memory.max" = "{kb}K"
+[[cgroup]]
+name = "b"
+"memory.max" = "{kb}K"
+[[task]]
+name = "t"
+ops = [{{ op = "sleep", time = "1ms" }}]
+"#,
+            kb = max_pages * 4
+        );
+        let scenario = crate::scenario::parse::parse_str(&toml, "test.toml").unwrap();
+        let spec = crate::scenario::parse::resolve(&scenario, profile, None, &[], 1, true).unwrap();
+        let mut k = Kernel::boot(&spec).unwrap();
+        k.current = k.tasks.iter().position(|t| t.is_user()).unwrap() as u32;
+        k.current_cpu = 0;
+        k
+    }
+
+    #[test]
+    fn a_charge_takes_a_batch_and_later_ones_come_from_this_cpus_stock() {
+        let mut k = boot("v6.12", 1024);
+        k.try_charge(1, 1, Gfp::USER).unwrap();
+        assert_eq!(k.memcgs[1].usage_pages, MEMCG_CHARGE_BATCH);
+        assert_eq!(k.stocked_pages(1), MEMCG_CHARGE_BATCH - 1);
+        for _ in 0..MEMCG_CHARGE_BATCH - 1 {
+            k.try_charge(1, 1, Gfp::USER).unwrap();
+        }
+        assert_eq!(
+            k.memcgs[1].usage_pages, MEMCG_CHARGE_BATCH,
+            "all from the stock"
+        );
+        assert_eq!(k.stocked_pages(1), 0);
+        k.current_cpu = 1;
+        k.try_charge(1, 16, Gfp::USER).unwrap();
+        assert_eq!(k.memcgs[1].usage_pages, 2 * MEMCG_CHARGE_BATCH);
+        assert_eq!(k.memcg_stocks[1].slots[0], (1, MEMCG_CHARGE_BATCH - 16));
+        assert_eq!(k.memcg_stocks[0].slots[0], (1, 0));
+    }
+
+    #[test]
+    fn a_charge_that_cannot_block_is_served_from_the_stock_even_at_the_limit() {
+        let mut k = boot("v6.12", 64);
+        k.try_charge(1, 16, NOWAIT).unwrap();
+        assert_eq!(k.memcgs[1].usage_pages, 64, "the cgroup is at its limit");
+        for _ in 0..3 {
+            k.try_charge(1, 16, NOWAIT).unwrap();
+        }
+        assert!(k.try_charge(1, 16, NOWAIT).is_err(), "stock used up");
+        k.current_cpu = 1;
+        assert!(k.try_charge(1, 1, NOWAIT).is_err(), "CPU 1 has no stock");
+        assert_eq!(k.memcgs[1].usage_pages, 64);
+        assert_eq!(
+            k.memcgs[1].stat[Memcg::MaxEvents as usize],
+            0,
+            "no reclaim tried"
+        );
+    }
+
+    #[test]
+    fn reclaim_that_frees_nothing_drains_every_cpus_stock_before_giving_up() {
+        let mut k = boot("v6.12", 100);
+        k.current_cpu = 1;
+        k.try_charge(1, 1, Gfp::USER).unwrap();
+        k.try_charge(1, 32, Gfp::USER).unwrap();
+        assert_eq!(k.memcgs[1].usage_pages, 64);
+        assert_eq!(k.stocked_pages(1), 31);
+        // CPU 0 needs 40 pages: 36 of margin, nothing reclaimable, 31 stocked on CPU 1.
+        k.current_cpu = 0;
+        k.try_charge(1, 40, Gfp::USER).unwrap();
+        assert_eq!(k.stocked_pages(1), 0);
+        assert_eq!(k.memcgs[1].usage_pages, 33 + 40);
+        assert_eq!(k.memcgs[1].stat[Memcg::MaxEvents as usize], 1);
+    }
+
+    #[test]
+    fn a_cpu_stocks_one_memcg_before_v6_16_and_seven_after() {
+        for (profile, a_usage) in [("v6.12", 1), ("v6.18", MEMCG_CHARGE_BATCH)] {
+            let mut k = boot(profile, 1024);
+            k.try_charge(1, 1, Gfp::USER).unwrap();
+            k.try_charge(2, 1, Gfp::USER).unwrap();
+            assert_eq!(k.memcgs[1].usage_pages, a_usage, "{profile}");
+            assert_eq!(k.memcgs[2].usage_pages, MEMCG_CHARGE_BATCH, "{profile}");
+        }
     }
 }

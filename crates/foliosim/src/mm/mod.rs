@@ -64,6 +64,8 @@ pub struct Kernel {
     pub nodes: Vec<Node>,
     pub cpus: Vec<Cpu>,
     pub memcgs: Vec<MemCgroup>,
+    /// memcg_stock, per CPU.
+    pub memcg_stocks: Vec<memcontrol::MemcgStock>,
     /// One per (memcg, node): index `memcg * nodes + node`.
     pub lruvecs: Vec<Lruvec>,
     pub mms: Vec<Mm>,
@@ -182,6 +184,7 @@ impl Kernel {
         );
 
         let memcgs = memcontrol::build(spec);
+        let memcg_stocks = memcontrol::build_stocks(spec, cpus.len());
         let lruvecs = (0..memcgs.len() * nodes.len())
             .map(|_| Lruvec::default())
             .collect();
@@ -201,6 +204,7 @@ impl Kernel {
             nodes,
             cpus,
             memcgs,
+            memcg_stocks,
             lruvecs,
             mms: Vec::new(),
             anon_vmas: Vec::new(),
