@@ -194,19 +194,34 @@ pub fn notes(scenario: &Scenario, host: &live::Host, runs: &[LiveRun]) -> String
             }
         }
     }
-    if let Some(run) = runs.first() {
+    let mut swap_lines: Vec<String> = Vec::new();
+    for run in runs {
         for swap in run.info["swap"].as_array().into_iter().flatten() {
             let substitutes = swap["substitutes"].as_str().map_or(String::new(), |k| {
                 format!(", standing in for the scenario's {k}")
             });
-            text.push_str(&format!(
-                "live: swap {} is {} ({}){substitutes}\n",
+            let (on, plays) = match swap["plays"].as_str() {
+                Some(option) => (
+                    "a swap file on ext4 on ",
+                    format!(
+                        " in {}, playing {option} (a swap file takes no large swap entries)",
+                        crate::table::run_label(&run.result)
+                    ),
+                ),
+                None => ("", String::new()),
+            };
+            let line = format!(
+                "live: swap {} is {on}{} ({}){substitutes}{plays}\n",
                 swap["name"].as_str().unwrap_or(""),
                 swap["device"].as_str().unwrap_or(""),
                 swap["comp_algorithm"].as_str().unwrap_or(""),
-            ));
+            );
+            if !swap_lines.contains(&line) {
+                swap_lines.push(line);
+            }
         }
     }
+    text.extend(swap_lines);
     text
 }
 

@@ -109,6 +109,27 @@ fn v6_9_splits_mthp_before_swap_out_and_v6_10_swaps_it_whole() {
 }
 
 #[test]
+fn without_thp_swap_v6_18_splits_each_mthp_and_queues_it_for_deferred_split_first() {
+    let split = run(
+        MEMCG_PRESSURE,
+        "v6.18",
+        &[(MTHP_64K, "always"), ("CONFIG_THP_SWAP", "n")],
+    );
+    let fallback = mthp(&split, "64kB", "swpout_fallback");
+    assert!(fallback > 0);
+    assert_eq!(mthp(&split, "64kB", "swpout"), 0);
+    assert_eq!(mthp(&split, "64kB", "split"), fallback);
+    // try_to_migrate unmaps it a PTE at a time: partially mapped, it is queued (as live: the
+    // usemem-split table in docs/fidelity.md)
+    assert_eq!(mthp(&split, "64kB", "split_deferred"), fallback);
+
+    // Swapped out whole, a folio is in the swap cache when it is unmapped: never queued.
+    let whole = run(MEMCG_PRESSURE, "v6.18", &[(MTHP_64K, "always")]);
+    assert!(mthp(&whole, "64kB", "swpout") > 0);
+    assert_eq!(mthp(&whole, "64kB", "split_deferred"), 0);
+}
+
+#[test]
 fn large_charges_fall_back_when_the_memcg_is_full() {
     let r = run(MEMCG_PRESSURE, "v6.12", &[(MTHP_64K, "always")]);
     // Without MADV_HUGEPAGE the default defrag=madvise charge may not reclaim.

@@ -56,6 +56,15 @@ pub struct Host {
     pub bin: PathBuf,
     pub cpus: u32,
     pub memory_bytes: u64,
+    /// CONFIG_THP_SWAP of this kernel, if its configuration can be read.
+    pub thp_swap: Option<bool>,
+}
+
+/// Whether a run swaps to swap files on ext4 rather than to zram devices: a run that needs
+/// CONFIG_THP_SWAP=n on a kernel that may have it. The kernel gives a swap file no large swap
+/// entries, so reclaim splits every large folio before swap-out, the path CONFIG_THP_SWAP=n takes.
+fn plays_with_swap_files(run_thp_swap: bool, kernel_thp_swap: Option<bool>) -> bool {
+    !run_thp_swap && kernel_thp_swap != Some(false)
 }
 
 impl Host {
@@ -100,6 +109,7 @@ pub fn preflight(specs: &[RunSpec]) -> Result<Host, LiveError> {
     let hierarchy = cgroup::detect().map_err(unsupported)?;
     let (cpus, memory_bytes) = sys::machine();
     let mut need_zram = false;
+    let mut need_ext4 = false;
     let thp_swap = sys::kernel_config(knobs::THP_SWAP_OPTION);
     for spec in specs {
         let run = spec.variant.as_deref().unwrap_or("(no variant)");
@@ -134,23 +144,13 @@ pub fn preflight(specs: &[RunSpec]) -> Result<Host, LiveError> {
                 .open(&c.path)
                 .map_err(|e| unsupported(format!("{run}: cannot write {}: {e}", c.path)))?;
         }
-        match (spec.knobs.thp_swap, thp_swap) {
-            (want, Some(have)) if want != have => {
-                return Err(unsupported(format!(
-                    "{run}: the run needs {}={}, a build option; this kernel has {}",
-                    knobs::THP_SWAP_OPTION,
-                    if want { "y" } else { "n" },
-                    if have { "y" } else { "n" }
-                )))
-            }
-            (false, None) => {
-                return Err(unsupported(format!(
-                    "{run}: the run needs {}=n and this kernel's configuration cannot be read",
-                    knobs::THP_SWAP_OPTION
-                )))
-            }
-            _ => {}
+        if spec.knobs.thp_swap && thp_swap == Some(false) {
+            return Err(unsupported(format!(
+                "{run}: the run needs {}=y, a build option; this kernel has n",
+                knobs::THP_SWAP_OPTION
+            )));
         }
+        need_ext4 |= plays_with_swap_files(spec.knobs.thp_swap, thp_swap);
         for (index, task) in spec.scenario.tasks.iter().enumerate() {
             bench::launches(index, task, &PathBuf::new(), &PathBuf::new(), spec.seed)
                 .map_err(|e| unsupported(format!("task {}: {e}", task.name)))?;
@@ -161,6 +161,17 @@ pub fn preflight(specs: &[RunSpec]) -> Result<Host, LiveError> {
         for tool in ["mkswap", "swapon", "swapoff"] {
             if sys::find_program(tool).is_none() {
                 return Err(unsupported(format!("{tool} not found (util-linux)")));
+            }
+        }
+        if need_ext4 {
+            for tool in ["mkfs.ext4", "mount", "umount"] {
+                if sys::find_program(tool).is_none() {
+                    return Err(unsupported(format!(
+                        "{tool} not found: a run that needs {}=n on this kernel swaps to a swap \
+                         file on ext4",
+                        knobs::THP_SWAP_OPTION
+                    )));
+                }
             }
         }
     }
@@ -178,6 +189,7 @@ pub fn preflight(specs: &[RunSpec]) -> Result<Host, LiveError> {
         bin,
         cpus,
         memory_bytes,
+        thp_swap,
     })
 }
 
@@ -297,16 +309,38 @@ fn set_up(
     }
     let mut devices = Vec::new();
     let mut swap_info = Vec::new();
+    let swap_files = plays_with_swap_files(spec.knobs.thp_swap, host.thp_swap);
     for swap in &spec.scenario.swap {
         check_signal()?;
-        let (z, algorithm) = session
-            .add_zram_swap(swap.size_bytes, swap.priority, swap.discard)
-            .map_err(|e| failed(format!("swap device {}: {e}", swap.name)))?;
-        eprintln!("  swap {}: {} ({algorithm})", swap.name, z.dev().display());
+        let setup = if swap_files {
+            let dir = std::env::temp_dir().join(format!("{prefix}-{}", swap.name));
+            session
+                .add_zram_swap_file(swap.size_bytes, swap.priority, &dir)
+                .map(|(z, algorithm, file)| (z, algorithm, Some(file)))
+        } else {
+            session
+                .add_zram_swap(swap.size_bytes, swap.priority, swap.discard)
+                .map(|(z, algorithm)| (z, algorithm, None))
+        };
+        let (z, algorithm, file) =
+            setup.map_err(|e| failed(format!("swap device {}: {e}", swap.name)))?;
         let mut info = json!({
             "name": swap.name, "device": z.name(), "kind": "zram", "comp_algorithm": algorithm,
             "size_bytes": swap.size_bytes, "priority": swap.priority,
         });
+        match &file {
+            Some(file) => {
+                eprintln!(
+                    "  swap {}: {} on ext4 on {} ({algorithm})",
+                    swap.name,
+                    file.display(),
+                    z.dev().display()
+                );
+                info["swap_file"] = json!(file.display().to_string());
+                info["plays"] = json!(format!("{}=n", knobs::THP_SWAP_OPTION));
+            }
+            None => eprintln!("  swap {}: {} ({algorithm})", swap.name, z.dev().display()),
+        }
         if swap.kind != SwapKind::Zram {
             info["substitutes"] = json!(kind_name(swap.kind));
         }

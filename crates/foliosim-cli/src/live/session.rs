@@ -1,5 +1,6 @@
 //! Everything a live run changes, recorded before it is changed, and undone in reverse order:
-//! knob writes, zram devices, swap areas, cgroups, the run's scratch directory. `cleanup` is the
+//! knob writes, zram devices, file systems on them, swap areas, cgroups, the run's scratch
+//! directory. `cleanup` is the
 //! explicit path (it reports what it could not undo); dropping a session that was not cleaned up
 //! (an early return, a panic) cleans up too.
 
@@ -14,7 +15,10 @@ enum Undo {
     Knob(Change),
     /// Reset and, if added, remove the device.
     Zram(Zram),
-    Swapon(Zram),
+    /// Unmount and remove the mount point.
+    Mount(PathBuf),
+    /// swapoff of a device or file.
+    Swapon(String),
     Cgroup(Hierarchy, PathBuf),
     Dir(PathBuf),
 }
@@ -45,9 +49,33 @@ impl Session {
         let z = zram::take()?;
         self.undo.push(Undo::Zram(z.clone()));
         let algorithm = zram::configure(&z, size_bytes)?;
-        self.undo.push(Undo::Swapon(z.clone()));
-        zram::swapon(&z, priority, discard)?;
+        self.undo
+            .push(Undo::Swapon(z.dev().to_string_lossy().into_owned()));
+        zram::swapon_device(&z, priority, discard)?;
         Ok((z, algorithm))
+    }
+
+    /// A swap file of `size_bytes` on ext4 on a new zram device, mounted on `dir`; returns the
+    /// device, its compression algorithm and the file.
+    pub fn add_zram_swap_file(
+        &mut self,
+        size_bytes: u64,
+        priority: i32,
+        dir: &Path,
+    ) -> Result<(Zram, String, PathBuf), String> {
+        let z = zram::take()?;
+        self.undo.push(Undo::Zram(z.clone()));
+        // room for ext4's metadata beside the file
+        let algorithm = zram::configure(&z, size_bytes + size_bytes / 16 + (64 << 20))?;
+        std::fs::create_dir(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+        self.undo.push(Undo::Mount(dir.to_path_buf()));
+        zram::mount_ext4(&z, dir)?;
+        let file = dir.join("swapfile");
+        zram::make_swap_file(&file, size_bytes)?;
+        let path = file.to_string_lossy().into_owned();
+        self.undo.push(Undo::Swapon(path.clone()));
+        zram::swapon(&path, priority, false)?;
+        Ok((z, algorithm, file))
     }
 
     /// A cgroup with a memory limit (None = none).
@@ -80,7 +108,8 @@ impl Session {
             let result = match &undo {
                 Undo::Knob(c) => restore_knob(c),
                 Undo::Zram(z) => zram::release(z),
-                Undo::Swapon(z) => zram::swapoff(z),
+                Undo::Mount(dir) => zram::unmount(dir),
+                Undo::Swapon(path) => zram::swapoff(path),
                 Undo::Cgroup(h, dir) => h.remove(dir),
                 Undo::Dir(dir) => match std::fs::remove_dir_all(dir) {
                     Err(e) if e.kind() != std::io::ErrorKind::NotFound => {

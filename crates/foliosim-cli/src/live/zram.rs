@@ -1,6 +1,7 @@
 //! zram devices for live runs: a new one from /sys/class/zram-control/hot_add, or else an unused
 //! one (no disk size, not swapped on); set up with a compression algorithm and a disk size,
-//! mkswap'd and swapped on; afterwards swapped off, reset and, when added, removed again.
+//! mkswap'd and swapped on (or carrying an ext4 file system with a swap file); afterwards swapped
+//! off, unmounted, reset and, when added, removed again.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -127,19 +128,22 @@ fn run(program: &str, args: &[&str]) -> Result<(), String> {
     }
 }
 
-/// mkswap, then swapon with a priority when it is one swapon(2) accepts (0..=32767); negative
-/// priorities are the kernel's own, given in swapon order, as foliosim gives them in file order.
-pub fn swapon(z: &Zram, priority: i32, discard: bool) -> Result<(), String> {
+/// Waits for the device node, which devtmpfs makes shortly after hot_add.
+fn wait_for_node(z: &Zram) -> String {
     let dev = z.dev();
-    // devtmpfs makes the node shortly after hot_add
     for _ in 0..100 {
         if dev.exists() {
             break;
         }
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
-    let dev = dev.to_string_lossy().into_owned();
-    run("mkswap", &[&dev])?;
+    dev.to_string_lossy().into_owned()
+}
+
+/// mkswap, then swapon with a priority when it is one swapon(2) accepts (0..=32767); negative
+/// priorities are the kernel's own, given in swapon order, as foliosim gives them in file order.
+pub fn swapon(path: &str, priority: i32, discard: bool) -> Result<(), String> {
+    run("mkswap", &[path])?;
     let priority_text = priority.to_string();
     let mut args = vec![];
     if priority >= 0 {
@@ -148,19 +152,71 @@ pub fn swapon(z: &Zram, priority: i32, discard: bool) -> Result<(), String> {
     if discard {
         args.push("--discard");
     }
-    args.push(&dev);
+    args.push(path);
     run("swapon", &args)
 }
 
-pub fn is_swapped_on(z: &Zram) -> bool {
-    active_swaps().contains(&z.dev().to_string_lossy().into_owned())
+/// The device swapped on itself.
+pub fn swapon_device(z: &Zram, priority: i32, discard: bool) -> Result<(), String> {
+    swapon(&wait_for_node(z), priority, discard)
 }
 
-pub fn swapoff(z: &Zram) -> Result<(), String> {
-    if !is_swapped_on(z) {
+/// ext4 on the device, mounted on `dir` (which must exist and be empty).
+pub fn mount_ext4(z: &Zram, dir: &Path) -> Result<(), String> {
+    let dev = wait_for_node(z);
+    run("mkfs.ext4", &["-q", "-F", &dev])?;
+    run("mount", &[&dev, &dir.to_string_lossy()])
+}
+
+/// A swap file of `size_bytes` written out in full (a swap file may have no holes).
+pub fn make_swap_file(path: &Path, size_bytes: u64) -> Result<(), String> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(path)
+        .map_err(|e| format!("cannot create {}: {e}", path.display()))?;
+    let chunk = vec![0u8; 1 << 20];
+    let mut left = size_bytes;
+    while left > 0 {
+        let n = left.min(chunk.len() as u64) as usize;
+        f.write_all(&chunk[..n])
+            .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+        left -= n as u64;
+    }
+    f.sync_all()
+        .map_err(|e| format!("cannot sync {}: {e}", path.display()))
+}
+
+pub fn is_swapped_on(path: &str) -> bool {
+    active_swaps().iter().any(|s| s == path)
+}
+
+pub fn swapoff(path: &str) -> Result<(), String> {
+    if !is_swapped_on(path) {
         return Ok(());
     }
-    run("swapoff", &[&z.dev().to_string_lossy()])
+    run("swapoff", &[path])
+}
+
+/// Unmounts `dir` if something is mounted there, then removes it.
+pub fn unmount(dir: &Path) -> Result<(), String> {
+    let text = dir.to_string_lossy();
+    let mounted = read("/proc/mounts")
+        .unwrap_or_default()
+        .lines()
+        .any(|l| l.split_whitespace().nth(1) == Some(&*text));
+    if mounted {
+        run("umount", &[&text])?;
+    }
+    match std::fs::remove_dir(dir) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+            Err(format!("cannot remove {}: {e}", dir.display()))
+        }
+        _ => Ok(()),
+    }
 }
 
 /// Resets the device and removes it if the run added it (else restores its algorithm).

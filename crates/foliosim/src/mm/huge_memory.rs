@@ -22,7 +22,8 @@ const INHERITED: u16 = pg::SWAPBACKED | pg::DIRTY | pg::ACTIVE | pg::REFERENCED 
 
 impl Kernel {
     /// deferred_split_folio: queue a large folio for the deferred-split shrinker; with
-    /// `partially_mapped`, flag it and count the event (only the first time from v6.12).
+    /// `partially_mapped`, flag it and count the event (only the first time from v6.12, which
+    /// also brought the per-size split counters).
     pub fn deferred_split_folio(&mut self, folio: FolioId, partially_mapped: bool) {
         let order = self.mem.order(folio);
         if order < 2 || self.mem.test(folio, pg::SWAPCACHE) {
@@ -30,11 +31,14 @@ impl Kernel {
         }
         if partially_mapped {
             let newly = !self.mem.test(folio, pg::DEFERRED);
-            if newly || self.profile_kernel() < Gen::V6_12 {
+            let per_size = self.profile_kernel() >= Gen::V6_12;
+            if newly || !per_size {
                 if order as usize == PMD_ORDER {
                     self.stat.count(Vm::ThpDeferredSplitPage, 1);
                 }
-                self.stat.count_mthp(order, Mthp::SplitDeferred);
+                if per_size {
+                    self.stat.count_mthp(order, Mthp::SplitDeferred);
+                }
             }
             if newly {
                 self.mem.set(folio, pg::DEFERRED);
@@ -226,6 +230,11 @@ impl Kernel {
                 // set_pmd_migration_entry: one flush of the PMD's range.
                 self.flush_tlb_mm_range(mm, start + from as u32, nr as u64, false);
             } else {
+                // Unmapped a PTE at a time, the folio is partially mapped after the first:
+                // __folio_remove_rmap queues it for deferred split (not from the swap cache).
+                if cleared.len() > 1 {
+                    self.deferred_split_folio(folio, true);
+                }
                 for (vpn, pte) in cleared {
                     self.unmap_flush_pte(mm, vpn, pte);
                 }
