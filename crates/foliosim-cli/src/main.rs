@@ -310,6 +310,10 @@ fn published_table(scenario: &Scenario, runs: &[foliosim::RunResult]) -> Result<
             message: m,
         })
     })?;
+    let has_notes = scenario.published.get("notes").is_some();
+    if figures.is_empty() && !has_notes {
+        return Ok("\nno published figures: the scenario has no [published] table\n".into());
+    }
     let mut text = String::from("\npublished figures beside simulated ones:\n");
     let label_width = figures
         .iter()
