@@ -111,8 +111,7 @@ impl Kernel {
         let nr = self.mem.nr_pages(folio) as u64;
         self.charge_time(self.hw.memcg_charge_ns);
         if memcg == 0 {
-            let cg = &mut self.memcgs[0];
-            cg.usage_pages += nr;
+            self.memcgs[0].usage_pages += nr;
             return Ok(());
         }
         self.try_charge(memcg, nr, gfp)
