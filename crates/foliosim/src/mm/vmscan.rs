@@ -1,8 +1,10 @@
 //! Page reclaim on the classic active/inactive LRU: LRU lists per (memcg, node), kswapd, direct
 //! and memcg reclaim, and shrink_folio_list for anonymous and page-cache folios.
 //!
-//! Models mm/vmscan.c (v6.9–v6.18, MGLRU off): shrink_lruvec with `size >> priority` scan targets
-//! and the inactive_is_low ratio, isolate_lru_folios from the list tail, shrink_active_list (anon
+//! Models mm/vmscan.c (v6.9–v6.18, MGLRU off): shrink_lruvec with get_scan_count's targets
+//! (`size >> priority`, balanced between anon and file by swappiness and each list's recent
+//! reclaim cost from lru_note_cost: SCAN_FRACT, or SCAN_EQUAL at priority 0, SCAN_ANON when the
+//! node's file pages are tiny, SCAN_FILE in cache-trim mode) and the inactive_is_low ratio, isolate_lru_folios from the list tail, shrink_active_list (anon
 //! folios are always deactivated), folio_check_references (one reference per mapping), the
 //! anonymous branch of shrink_folio_list (early split rule, add_to_swap, split on failure with the
 //! fallback counters, try_to_unmap, pageout, __remove_mapping), and balance_pgdat for kswapd.
@@ -17,8 +19,9 @@
 //! all dirty and unqueued wakes the flusher (wakeup_flusher_threads), and a reclaimer that freed
 //! nothing among dirty folios waits for writeback (reclaim_throttle, simplified: at the end of
 //! a failed direct or memcg reclaim, not per node).
-//! Left out: swappiness-based anon/file balance, proportional scan adjustment, the
-//! congested/PGDAT_WRITEBACK throttling of kswapd, compaction, MGLRU.
+//! Left out: refaults (no workingset shadow entries: they neither add cost nor force
+//! deactivation), proportional scan adjustment, the congested/PGDAT_WRITEBACK throttling of
+//! kswapd, compaction, MGLRU.
 
 use super::folio::{pg, FolioId, NIL};
 use super::vma::VM_EXEC;
@@ -27,6 +30,7 @@ use crate::scenario::profile::Kernel as Gen;
 use crate::stats::{Memcg, Mthp, Vm};
 
 pub const SWAP_CLUSTER_MAX: u64 = 32;
+const MAX_SWAPPINESS: u64 = 200;
 pub const DEF_PRIORITY: u32 = 12;
 pub const MAX_RECLAIM_RETRIES: u32 = 16;
 
@@ -64,6 +68,9 @@ impl Default for ListHead {
 #[derive(Clone, Debug, Default)]
 pub struct Lruvec {
     pub lists: [ListHead; NR_LRU_LISTS],
+    /// Recent reclaim cost of the anon and file lists (lru_note_cost), decaying.
+    pub anon_cost: u64,
+    pub file_cost: u64,
 }
 
 pub struct ScanControl {
@@ -82,6 +89,8 @@ pub struct ScanControl {
     /// yet queued for writeback (nr_unqueued_dirty).
     pub nr_dirty: u64,
     pub nr_unqueued_dirty: u64,
+    /// Pages handed to pageout (swap writes).
+    pub nr_pageout: u64,
 }
 
 impl ScanControl {
@@ -97,6 +106,7 @@ impl ScanControl {
             cgroup_reclaim: false,
             nr_dirty: 0,
             nr_unqueued_dirty: 0,
+            nr_pageout: 0,
         }
     }
 }
@@ -241,14 +251,120 @@ impl Kernel {
         self.lruvecs[lv].lists[lru as usize].nr_pages
     }
 
+    /// A list's size as the kernel counts it for a lruvec: the root cgroup's lruvec of a node
+    /// includes every cgroup's on that node (memcg statistics are hierarchical).
+    fn lru_size_hier(&self, lv: usize, lru: Lru) -> u64 {
+        let nodes = self.nodes.len();
+        if lv >= nodes {
+            return self.lru_size(lv, lru);
+        }
+        (lv..self.lruvecs.len())
+            .step_by(nodes)
+            .map(|i| self.lru_size(i, lru))
+            .sum()
+    }
+
+    /// lru_note_cost: what reclaiming from a list cost: each page written out counts
+    /// SWAP_CLUSTER_MAX, each page scanned but kept (rotated) one. Charged to the lruvec and to
+    /// its parent, the root cgroup's lruvec of the node; both costs halve once they exceed a
+    /// quarter of the lruvec's pages, so recent reclaim weighs most.
+    fn lru_note_cost(&mut self, lv: usize, file: bool, nr_io: u64, nr_rotated: u64) {
+        let cost = nr_io * SWAP_CLUSTER_MAX + nr_rotated;
+        let nodes = self.nodes.len();
+        let mut at = Some(lv);
+        while let Some(i) = at {
+            let size: u64 = [
+                Lru::InactiveAnon,
+                Lru::ActiveAnon,
+                Lru::InactiveFile,
+                Lru::ActiveFile,
+            ]
+            .iter()
+            .map(|&l| self.lru_size_hier(i, l))
+            .sum();
+            let v = &mut self.lruvecs[i];
+            if file {
+                v.file_cost += cost;
+            } else {
+                v.anon_cost += cost;
+            }
+            if v.file_cost + v.anon_cost > size / 4 {
+                v.file_cost /= 2;
+                v.anon_cost /= 2;
+            }
+            at = (i >= nodes).then_some(i % nodes);
+        }
+    }
+
+    /// get_scan_count: pages of each list kind (anon, file) and state (inactive, active) to scan
+    /// in lruvec `lv`, balanced by the reclaim target's costs: the cgroup's own lruvec in limit
+    /// reclaim, the node's root lruvec otherwise (prepare_scan_control's cache_trim_mode and
+    /// file_is_tiny decided there too).
+    fn get_scan_count(&self, lv: usize, sc: &ScanControl, anon: bool) -> [[u64; 2]; 2] {
+        let node = lv % self.nodes.len();
+        let target = if sc.cgroup_reclaim { lv } else { node };
+        let swappiness = self.spec.knobs.swappiness as u64;
+        let may_deactivate_anon = self.inactive_is_low_hier(target, false);
+        let file_is_tiny = !sc.cgroup_reclaim && {
+            let file = self.lru_size_hier(node, Lru::InactiveFile)
+                + self.lru_size_hier(node, Lru::ActiveFile);
+            let zone = &self.zones[node];
+            file + zone.nr_free_pages() <= zone.wmark_high
+                && !may_deactivate_anon
+                && self.lru_size_hier(node, Lru::InactiveAnon) >> sc.priority > 0
+        };
+        let cache_trim_mode = self.lru_size_hier(target, Lru::InactiveFile) >> sc.priority > 0
+            && !self.inactive_is_low_hier(target, true);
+        // Each kind scans fraction / denominator of its lists' `size >> priority`.
+        let (fraction, denominator) = if !anon || (sc.cgroup_reclaim && swappiness == 0) {
+            ([0, 1], 1) // SCAN_FILE
+        } else if sc.priority == 0 && swappiness > 0 {
+            ([1, 1], 1) // SCAN_EQUAL: close to OOM
+        } else if file_is_tiny {
+            ([1, 0], 1) // SCAN_ANON
+        } else if cache_trim_mode {
+            ([0, 1], 1) // SCAN_FILE
+        } else {
+            // SCAN_FRACT: pressure inversely proportional to each kind's recent cost, no kind
+            // below a third of it before swappiness.
+            let v = &self.lruvecs[target];
+            let total = v.anon_cost + v.file_cost;
+            let (anon_cost, file_cost) = (total + v.anon_cost, total + v.file_cost);
+            let total = anon_cost + file_cost;
+            let ap = swappiness * (total + 1) / (anon_cost + 1);
+            let fp = (MAX_SWAPPINESS - swappiness) * (total + 1) / (file_cost + 1);
+            ([ap, fp], ap + fp)
+        };
+        let mut nr = [[0u64; 2]; 2];
+        for (k, file) in [false, true].into_iter().enumerate() {
+            for (a, active) in [false, true].into_iter().enumerate() {
+                let scan = self.lru_size(lv, lru_of(file, active)) >> sc.priority;
+                nr[k][a] = scan * fraction[k] / denominator;
+            }
+        }
+        nr
+    }
+
+    /// inactive_is_low on a lruvec's hierarchical sizes.
+    fn inactive_is_low_hier(&self, lv: usize, file: bool) -> bool {
+        let inactive = self.lru_size_hier(lv, lru_of(file, false));
+        let active = self.lru_size_hier(lv, lru_of(file, true));
+        inactive_is_low(inactive, active)
+    }
+
     /// inactive_is_low: the inactive list is smaller than active / sqrt(10 * size in GiB).
     fn inactive_is_low(&self, lv: usize, file: bool) -> bool {
-        let inactive = self.lru_size(lv, lru_of(file, false));
-        let active = self.lru_size(lv, lru_of(file, true));
-        let gb = (inactive + active) >> (30 - 12);
-        let ratio = if gb > 0 { (10 * gb).isqrt() } else { 1 };
-        inactive * ratio < active
+        inactive_is_low(
+            self.lru_size(lv, lru_of(file, false)),
+            self.lru_size(lv, lru_of(file, true)),
+        )
     }
+}
+
+fn inactive_is_low(inactive: u64, active: u64) -> bool {
+    let gb = (inactive + active) >> (30 - 12);
+    let ratio = if gb > 0 { (10 * gb).isqrt() } else { 1 };
+    inactive * ratio < active
 }
 
 /// Reclaim.
@@ -291,17 +407,10 @@ impl Kernel {
         }
         let node = (lv % self.nodes.len()) as u32;
         let anon = self.can_reclaim_anon_pages(node, sc);
-        // Per list kind (anon, file): may deactivate, inactive and active pages to scan.
-        let mut nr = [[0u64; 2]; 2];
-        let mut may_deactivate = [false; 2];
-        for (k, file) in [false, true].into_iter().enumerate() {
-            if !file && !anon {
-                continue;
-            }
-            may_deactivate[k] = self.inactive_is_low(lv, file);
-            nr[k][0] = self.lru_size(lv, lru_of(file, false)) >> sc.priority;
-            nr[k][1] = self.lru_size(lv, lru_of(file, true)) >> sc.priority;
-        }
+        let may_deactivate = [false, true].map(|file| self.inactive_is_low(lv, file));
+        // Per list kind (anon, file): inactive and active pages to scan.
+        let nr = self.get_scan_count(lv, sc, anon);
+        let mut nr = nr;
         while nr.iter().flatten().any(|&n| n > 0) {
             for (k, file) in [false, true].into_iter().enumerate() {
                 sc.may_deactivate = may_deactivate[k];
@@ -340,13 +449,14 @@ impl Kernel {
         list.clear();
         let scanned = self.isolate_lru_folios(lv, lru_of(file, true), nr_to_scan, &mut list);
         self.stat.count(Vm::Pgrefill, scanned);
-        let mut deactivated = 0;
+        let (mut deactivated, mut rotated) = (0, 0);
         for &folio in &list {
             // The references are looked at (and the young bits cleared) but anonymous folios are
             // deactivated whatever they say; so are file folios, which keep PG_referenced,
             // except those referenced from an executable mapping: one more trip on the list.
             let (referenced, vm_flags) = self.folio_referenced(folio);
             if file && referenced > 0 && vm_flags & VM_EXEC != 0 {
+                rotated += self.mem.nr_pages(folio) as u64;
                 self.list_add(lv, Lru::ActiveFile, folio, false);
                 continue;
             }
@@ -359,6 +469,9 @@ impl Kernel {
         }
         self.stat.count(Vm::Pgdeactivate, deactivated);
         self.reclaim_scratch = list;
+        if rotated > 0 {
+            self.lru_note_cost(lv, file, 0, rotated);
+        }
     }
 
     fn shrink_inactive_list(
@@ -387,8 +500,14 @@ impl Kernel {
         self.stat
             .count(if file { Vm::PgscanFile } else { Vm::PgscanAnon }, scanned);
         self.memcgs[memcg].count(Memcg::Pgscan, scanned);
-        let unqueued_before = sc.nr_unqueued_dirty;
+        let (unqueued_before, pageout_before) = (sc.nr_unqueued_dirty, sc.nr_pageout);
         let reclaimed = self.shrink_folio_list(&mut list, sc);
+        self.lru_note_cost(
+            lv,
+            file,
+            sc.nr_pageout - pageout_before,
+            scanned.saturating_sub(reclaimed),
+        );
         if scanned > 0 && sc.nr_unqueued_dirty - unqueued_before == scanned {
             // Every folio taken was dirty and not queued: the flushers are behind.
             self.wakeup_flusher_threads();
@@ -582,6 +701,7 @@ impl Kernel {
             }
             if self.mem.test(folio, pg::DIRTY) {
                 self.try_to_unmap_flush_dirty();
+                sc.nr_pageout += self.mem.nr_pages(folio) as u64;
                 if !self.swap_writepage(folio) {
                     // Asynchronous device: the folio is freed once its writeback completes.
                     self.mem.set(folio, pg::RECLAIM);
@@ -744,5 +864,129 @@ impl Kernel {
             *priority -= 1;
         }
         true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// One node of 4 GiB, a cgroup "cg", no swap configured (the tests set what they need).
+    fn boot(swappiness: u32) -> Kernel {
+        let toml = r#"
+name = "t"
+[[machine.node]]
+memory = "4G"
+cpus = 1
+[[swap]]
+name = "z"
+kind = "zram"
+size = "1G"
+[[cgroup]]
+name = "cg"
+"memory.max" = "1G"
+[[task]]
+name = "t"
+ops = [{ op = "sleep", time = "1ms" }]
+"#;
+        let scenario = crate::scenario::parse::parse_str(toml, "test.toml").unwrap();
+        let spec = crate::scenario::parse::resolve(&scenario, "v6.18", None, &[], 1, true).unwrap();
+        let mut k = Kernel::boot(&spec).unwrap();
+        k.spec.knobs.swappiness = swappiness;
+        k
+    }
+
+    fn set_sizes(k: &mut Kernel, lv: usize, sizes: [u64; NR_LRU_LISTS]) {
+        for (list, n) in k.lruvecs[lv].lists.iter_mut().zip(sizes) {
+            list.nr_pages = n;
+        }
+    }
+
+    fn limit_reclaim(priority: u32) -> ScanControl {
+        let mut sc = ScanControl::new(SWAP_CLUSTER_MAX, false);
+        sc.cgroup_reclaim = true;
+        sc.priority = priority;
+        sc
+    }
+
+    #[test]
+    fn anon_only_limit_reclaim_scans_a_swappiness_share_of_the_list() {
+        // 1 GiB of inactive anon pages, no file pages, anon reclaim cost only: with swappiness
+        // 60 anon gets 90 / (90 + 420) of `size >> priority`: 11 pages at priority 12 and 22 at
+        // 11 (as the live kernel's mm_vmscan_lru_shrink_inactive shows for usemem-split).
+        let mut k = boot(60);
+        let lv = k.lruvec_index(1, 0);
+        set_sizes(&mut k, lv, [262_144, 0, 0, 0]);
+        k.lruvecs[lv].anon_cost = 50_000;
+        assert_eq!(
+            k.get_scan_count(lv, &limit_reclaim(12), true),
+            [[11, 0], [0, 0]]
+        );
+        assert_eq!(
+            k.get_scan_count(lv, &limit_reclaim(11), true),
+            [[22, 0], [0, 0]]
+        );
+        // Close to OOM every list is scanned by its size.
+        assert_eq!(
+            k.get_scan_count(lv, &limit_reclaim(0), true),
+            [[262_144, 0], [0, 0]]
+        );
+        // With swappiness 100 and no history, anon and file weigh the same (the inactive file
+        // list is low against the active one, so no cache trimming).
+        k.spec.knobs.swappiness = 100;
+        k.lruvecs[lv].anon_cost = 0;
+        set_sizes(&mut k, lv, [65_536, 0, 65_536, 262_144]);
+        assert_eq!(
+            k.get_scan_count(lv, &limit_reclaim(12), true),
+            [[8, 0], [8, 32]]
+        );
+    }
+
+    #[test]
+    fn no_swappiness_in_limit_reclaim_leaves_anon_alone() {
+        let mut k = boot(0);
+        let lv = k.lruvec_index(1, 0);
+        set_sizes(&mut k, lv, [262_144, 0, 65_536, 0]);
+        let nr = k.get_scan_count(lv, &limit_reclaim(12), true);
+        assert_eq!(nr[0], [0, 0]);
+        assert_eq!(nr[1][0], 16);
+        // No anon to reclaim to (no swap, no lower tier): file only, whatever swappiness says.
+        k.spec.knobs.swappiness = 100;
+        assert_eq!(k.get_scan_count(lv, &limit_reclaim(12), false)[0], [0, 0]);
+    }
+
+    #[test]
+    fn plenty_of_inactive_cache_is_trimmed_before_anon() {
+        let mut k = boot(60);
+        let lv = k.lruvec_index(1, 0);
+        // The inactive file list is not low against the active one: cache_trim_mode.
+        set_sizes(&mut k, lv, [131_072, 0, 131_072, 0]);
+        assert_eq!(
+            k.get_scan_count(lv, &limit_reclaim(12), true),
+            [[0, 0], [32, 0]]
+        );
+        // Once inactive file is low against active file, the balance is by cost again.
+        set_sizes(&mut k, lv, [131_072, 0, 1_000, 131_072]);
+        let nr = k.get_scan_count(lv, &limit_reclaim(12), true);
+        assert!(nr[0][0] > 0 && nr[1][1] > 0, "{nr:?}");
+    }
+
+    #[test]
+    fn reclaim_cost_goes_to_the_cgroup_and_the_root_and_decays() {
+        let mut k = boot(60);
+        let lv = k.lruvec_index(1, 0);
+        set_sizes(&mut k, lv, [4_000, 0, 0, 0]);
+        k.lru_note_cost(lv, false, 10, 5);
+        assert_eq!(k.lruvecs[lv].anon_cost, 10 * SWAP_CLUSTER_MAX + 5);
+        assert_eq!(
+            k.lruvecs[0].anon_cost,
+            10 * SWAP_CLUSTER_MAX + 5,
+            "the parent's"
+        );
+        // Past a quarter of the lruvec's 4,000 pages both costs halve.
+        k.lruvecs[lv].file_cost = 600;
+        k.lru_note_cost(lv, false, 20, 0);
+        assert_eq!(k.lruvecs[lv].anon_cost, (325 + 640) / 2);
+        assert_eq!(k.lruvecs[lv].file_cost, 300);
     }
 }
