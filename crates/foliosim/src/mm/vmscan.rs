@@ -409,8 +409,7 @@ impl Kernel {
         let anon = self.can_reclaim_anon_pages(node, sc);
         let may_deactivate = [false, true].map(|file| self.inactive_is_low(lv, file));
         // Per list kind (anon, file): inactive and active pages to scan.
-        let nr = self.get_scan_count(lv, sc, anon);
-        let mut nr = nr;
+        let mut nr = self.get_scan_count(lv, sc, anon);
         while nr.iter().flatten().any(|&n| n > 0) {
             for (k, file) in [false, true].into_iter().enumerate() {
                 sc.may_deactivate = may_deactivate[k];
