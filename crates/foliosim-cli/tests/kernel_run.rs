@@ -259,30 +259,36 @@ fn kernel_run(args: &[&str]) -> Option<Output> {
     Some(out)
 }
 
+/// Plays one variant of PAGEOUT and checks the machine is as before; the run's JSON result, or
+/// None when this machine cannot do live runs.
+fn pageout_run(variant: &str) -> Option<serde_json::Value> {
+    let _one = LIVE.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = Scratch::new(variant);
+    let scenario = dir.write("pageout.toml", PAGEOUT);
+    let json = dir.0.join("out.json");
+    let before = machine_state();
+    let out = kernel_run(&[
+        scenario.to_str().unwrap(),
+        "--variant",
+        variant,
+        "--json",
+        json.to_str().unwrap(),
+    ])?;
+    assert_same_state(&before, &format!("after a run of {variant}"));
+    assert!(out.status.success(), "{}", text(&out));
+    let doc: serde_json::Value = serde_json::from_str(&read(&json).unwrap()).unwrap();
+    Some(doc["runs"][0].clone())
+}
+
 /// Named `kernel_run` so that `cargo test -- --skip kernel_run` leaves the live machine alone.
 mod kernel_run {
     use super::*;
 
     #[test]
     fn a_successful_run_reads_the_counters_and_leaves_the_machine_as_it_was() {
-        let _one = LIVE.lock().unwrap_or_else(|e| e.into_inner());
-        let dir = Scratch::new("ok");
-        let scenario = dir.write("pageout.toml", PAGEOUT);
-        let json = dir.0.join("out.json");
-        let before = machine_state();
-        let Some(out) = kernel_run(&[
-            scenario.to_str().unwrap(),
-            "--variant",
-            "plain",
-            "--json",
-            json.to_str().unwrap(),
-        ]) else {
+        let Some(run) = pageout_run("plain") else {
             return;
         };
-        assert_same_state(&before, "after a successful run");
-        assert!(out.status.success(), "{}", text(&out));
-        let doc: serde_json::Value = serde_json::from_str(&read(&json).unwrap()).unwrap();
-        let run = &doc["runs"][0];
         assert!(run["profile"].as_str().unwrap().starts_with("live-"));
         assert_eq!(run["variant"], "plain");
         // 16 MiB out and back in: 256 folios of 64 KiB (other processes' idle pages may join them
@@ -307,24 +313,9 @@ mod kernel_run {
 
     #[test]
     fn a_run_without_thp_swap_splits_on_a_swap_file_and_leaves_the_machine_as_it_was() {
-        let _one = LIVE.lock().unwrap_or_else(|e| e.into_inner());
-        let dir = Scratch::new("swapfile");
-        let scenario = dir.write("pageout.toml", PAGEOUT);
-        let json = dir.0.join("out.json");
-        let before = machine_state();
-        let Some(out) = kernel_run(&[
-            scenario.to_str().unwrap(),
-            "--variant",
-            "no-thp-swap",
-            "--json",
-            json.to_str().unwrap(),
-        ]) else {
+        let Some(run) = pageout_run("no-thp-swap") else {
             return;
         };
-        assert_same_state(&before, "after a run on a swap file");
-        assert!(out.status.success(), "{}", text(&out));
-        let doc: serde_json::Value = serde_json::from_str(&read(&json).unwrap()).unwrap();
-        let run = &doc["runs"][0];
         let swap = &run["live"]["swap"][0];
         // a kernel built without THP_SWAP plays the device itself
         if swap.get("swap_file").is_none() {

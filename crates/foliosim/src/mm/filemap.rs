@@ -116,6 +116,7 @@ pub struct ReadState {
 }
 
 /// One FileRead operation: read() calls of `buffer_bytes` over a range of a file.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ReadRequest {
     pub file: FileId,
     pub offset_bytes: u64,
@@ -137,6 +138,7 @@ pub struct WriteState {
 }
 
 /// One FileWrite operation: write() calls of `buffer_bytes` over a range of a file.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct WriteRequest {
     pub file: FileId,
     pub offset_bytes: u64,
@@ -823,13 +825,7 @@ tier = "cxl"
 name = "t"
 ops = [{ op = "sleep", time = "1ms" }]
 "#;
-        let scenario = crate::scenario::parse::parse_str(toml, "test.toml").unwrap();
-        let spec = crate::scenario::parse::resolve(&scenario, profile, None, &[], 1, true).unwrap();
-        let mut k = Kernel::boot(&spec).unwrap();
-        let t = k.tasks.iter().position(|t| t.is_user()).unwrap() as u32;
-        k.current = t;
-        k.current_cpu = 0;
-        k.switch_to(0, t);
+        let (mut k, _) = crate::mm::boot_for_test(toml, profile);
         if tiering {
             k.spec.knobs.numa_balancing = 2;
             k.spec.knobs.pagecache_promotion_enabled = true;

@@ -279,12 +279,7 @@ ops = [{{ op = "sleep", time = "1ms" }}]
 "#,
             kb = max_pages * 4
         );
-        let scenario = crate::scenario::parse::parse_str(&toml, "test.toml").unwrap();
-        let spec = crate::scenario::parse::resolve(&scenario, profile, None, &[], 1, true).unwrap();
-        let mut k = Kernel::boot(&spec).unwrap();
-        k.current = k.tasks.iter().position(|t| t.is_user()).unwrap() as u32;
-        k.current_cpu = 0;
-        k
+        crate::mm::boot_for_test(&toml, profile).0
     }
 
     #[test]

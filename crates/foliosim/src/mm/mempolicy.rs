@@ -560,13 +560,7 @@ name = "t"
 ops = [{{ op = "sleep", time = "1ms" }}]
 "#
         );
-        let scenario = crate::scenario::parse::parse_str(&toml, "test.toml").unwrap();
-        let spec = crate::scenario::parse::resolve(&scenario, "v6.18", None, &[], 1, true).unwrap();
-        let mut k = Kernel::boot(&spec).unwrap();
-        let t = k.tasks.iter().position(|t| t.is_user()).unwrap() as u32;
-        k.current = t;
-        k.current_cpu = 0;
-        k.switch_to(0, t);
+        let (k, t) = crate::mm::boot_for_test(&toml, "v6.18");
         let mm = k.tasks[t as usize].mm.unwrap();
         (k, mm)
     }

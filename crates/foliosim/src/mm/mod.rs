@@ -507,3 +507,17 @@ impl Kernel {
         self.charge_time(self.hw.page_alloc_ns);
     }
 }
+
+/// A machine booted from scenario text under `profile`, its first user task current on CPU 0;
+/// returns it and that task (unit tests).
+#[cfg(test)]
+pub(crate) fn boot_for_test(toml: &str, profile: &str) -> (Kernel, u32) {
+    let scenario = crate::scenario::parse::parse_str(toml, "test.toml").unwrap();
+    let spec = crate::scenario::parse::resolve(&scenario, profile, None, &[], 1, true).unwrap();
+    let mut k = Kernel::boot(&spec).unwrap();
+    let t = k.tasks.iter().position(|t| t.is_user()).unwrap() as u32;
+    k.current = t;
+    k.current_cpu = 0;
+    k.switch_to(0, t);
+    (k, t)
+}

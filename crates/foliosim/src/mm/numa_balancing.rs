@@ -391,14 +391,8 @@ tier = "cxl"
 name = "t"
 ops = [{ op = "mmap", region = "a", size = "4M" }]
 "#;
-        let scenario = crate::scenario::parse::parse_str(toml, "test.toml").unwrap();
-        let spec = crate::scenario::parse::resolve(&scenario, profile, None, &[], 1, true).unwrap();
-        let mut k = Kernel::boot(&spec).unwrap();
-        let t = k.tasks.iter().position(|t| t.is_user()).unwrap() as u32;
+        let (mut k, t) = crate::mm::boot_for_test(toml, profile);
         let mm = k.tasks[t as usize].mm.unwrap();
-        k.current = t;
-        k.current_cpu = 0;
-        k.switch_to(0, t);
         k.mms[mm as usize].cpumask.set(1);
         k.cpu_tlbs[1].loaded_mm = mm;
         k.cpu_tlbs[1].lazy = false;

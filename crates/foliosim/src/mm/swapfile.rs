@@ -2394,9 +2394,7 @@ name = "t"
 ops = [{{ op = "mmap", region = "a", size = "4M" }}]
 "#
         );
-        let scenario = crate::scenario::parse::parse_str(&toml, "test.toml").unwrap();
-        let spec = crate::scenario::parse::resolve(&scenario, profile, None, &[], 1, true).unwrap();
-        Kernel::boot(&spec).unwrap()
+        crate::mm::boot_for_test(&toml, profile).0
     }
 
     const TWO_EQUAL: &str = r#"

@@ -536,14 +536,8 @@ name = "t"
 ops = [{{ op = "mmap", region = "a", size = "2M" }}]
 "#
         );
-        let scenario = crate::scenario::parse::parse_str(&toml, "test.toml").unwrap();
-        let spec = crate::scenario::parse::resolve(&scenario, "v6.10", None, &[], 1, true).unwrap();
-        let mut k = Kernel::boot(&spec).unwrap();
-        let t = k.tasks.iter().position(|t| t.is_user()).unwrap() as u32;
+        let (mut k, t) = crate::mm::boot_for_test(&toml, "v6.10");
         let mm = k.tasks[t as usize].mm.unwrap();
-        k.current = t;
-        k.current_cpu = 0;
-        k.switch_to(0, t);
         k.cpu_tlbs[1].loaded_mm = mm;
         k.cpu_tlbs[1].lazy = false;
         k.cpu_tlbs[1].last_task = t;

@@ -251,17 +251,21 @@ impl Kernel {
         self.lruvecs[lv].lists[lru as usize].nr_pages
     }
 
-    /// A list's size as the kernel counts it for a lruvec: the root cgroup's lruvec of a node
-    /// includes every cgroup's on that node (memcg statistics are hierarchical).
-    fn lru_size_hier(&self, lv: usize, lru: Lru) -> u64 {
+    /// The lruvecs whose pages count for `lv` in the kernel's statistics: `lv` itself, and for
+    /// the root cgroup's lruvec of a node every cgroup's on that node (memcg statistics are
+    /// hierarchical).
+    fn lruvecs_hier(&self, lv: usize) -> std::iter::StepBy<std::ops::Range<usize>> {
         let nodes = self.nodes.len();
-        if lv >= nodes {
-            return self.lru_size(lv, lru);
-        }
-        (lv..self.lruvecs.len())
-            .step_by(nodes)
-            .map(|i| self.lru_size(i, lru))
-            .sum()
+        let step = if lv >= nodes {
+            self.lruvecs.len()
+        } else {
+            nodes
+        };
+        (lv..self.lruvecs.len()).step_by(step)
+    }
+
+    fn lru_size_hier(&self, lv: usize, lru: Lru) -> u64 {
+        self.lruvecs_hier(lv).map(|i| self.lru_size(i, lru)).sum()
     }
 
     /// lru_note_cost: what reclaiming from a list cost: each page written out counts
@@ -273,15 +277,11 @@ impl Kernel {
         let nodes = self.nodes.len();
         let mut at = Some(lv);
         while let Some(i) = at {
-            let size: u64 = [
-                Lru::InactiveAnon,
-                Lru::ActiveAnon,
-                Lru::InactiveFile,
-                Lru::ActiveFile,
-            ]
-            .iter()
-            .map(|&l| self.lru_size_hier(i, l))
-            .sum();
+            let size: u64 = self
+                .lruvecs_hier(i)
+                .flat_map(|j| &self.lruvecs[j].lists)
+                .map(|l| l.nr_pages)
+                .sum();
             let v = &mut self.lruvecs[i];
             if file {
                 v.file_cost += cost;
@@ -888,9 +888,7 @@ name = "cg"
 name = "t"
 ops = [{ op = "sleep", time = "1ms" }]
 "#;
-        let scenario = crate::scenario::parse::parse_str(toml, "test.toml").unwrap();
-        let spec = crate::scenario::parse::resolve(&scenario, "v6.18", None, &[], 1, true).unwrap();
-        let mut k = Kernel::boot(&spec).unwrap();
+        let (mut k, _) = crate::mm::boot_for_test(toml, "v6.18");
         k.spec.knobs.swappiness = swappiness;
         k
     }

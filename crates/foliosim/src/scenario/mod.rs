@@ -189,12 +189,7 @@ pub enum Op {
     /// Linear read() calls of `buffer_bytes` each over bytes [offset, offset + len) of a file
     /// of the `file_read` generator (see mm/filemap.rs). The task's memory policy places the
     /// page cache it allocates.
-    FileRead {
-        file: u32,
-        offset_bytes: u64,
-        len_bytes: u64,
-        buffer_bytes: u64,
-    },
+    FileRead(crate::mm::filemap::ReadRequest),
     /// set_mempolicy: the task's memory policy from now on (None: MPOL_DEFAULT).
     SetMempolicy {
         policy: Option<crate::mm::mempolicy::Mempolicy>,
@@ -210,13 +205,7 @@ pub enum Op {
     },
     /// Linear write() calls of `buffer_bytes` each over bytes [offset, offset + len) of a
     /// `[[file]]`, writing pages of content class `data` (see mm/filemap.rs file_write_op).
-    FileWrite {
-        file: u32,
-        offset_bytes: u64,
-        len_bytes: u64,
-        buffer_bytes: u64,
-        data: u8,
-    },
+    FileWrite(crate::mm::filemap::WriteRequest),
     /// fsync(): writes back the file's dirty folios and waits for its writeback I/O.
     Fsync {
         file: u32,

@@ -16,6 +16,7 @@ use super::{
     Access, Advice, CgroupSpec, FileSpec, InputError, MachineSpec, NodeSpec, Op, Pattern, Program,
     RunSpec, Scenario, SwapKind, SwapSpec, TaskSpec, Tier, Variant,
 };
+use crate::mm::filemap::{ReadRequest, WriteRequest};
 use crate::mm::mempolicy::Mempolicy;
 
 const PAGE_SIZE: u64 = 4096;
@@ -1363,20 +1364,20 @@ fn parse_ops(
                     .positive_size_opt("buffer")?
                     .unwrap_or(DEFAULT_READ_BUFFER_BYTES);
                 if op_name == "read" {
-                    Op::FileRead {
+                    Op::FileRead(ReadRequest {
                         file,
                         offset_bytes,
                         len_bytes,
                         buffer_bytes,
-                    }
+                    })
                 } else {
-                    Op::FileWrite {
+                    Op::FileWrite(WriteRequest {
                         file,
                         offset_bytes,
                         len_bytes,
                         buffer_bytes,
                         data: parse_data(&node)?,
-                    }
+                    })
                 }
             }
             "set_mempolicy" => Op::SetMempolicy {
@@ -2145,12 +2146,12 @@ ops = [
         };
         assert_eq!(
             ops[0],
-            Op::FileRead {
+            Op::FileRead(ReadRequest {
                 file: 0,
                 offset_bytes: 4 << 20,
                 len_bytes: 60 << 20,
                 buffer_bytes: 2 << 20,
-            }
+            })
         );
     }
 
@@ -2281,13 +2282,13 @@ ops = [
         assert_eq!(
             ops[..],
             [
-                Op::FileWrite {
+                Op::FileWrite(WriteRequest {
                     file: 0,
                     offset_bytes: 4 << 20,
                     len_bytes: 60 << 20,
                     buffer_bytes: DEFAULT_READ_BUFFER_BYTES,
                     data: DATA_ZERO,
-                },
+                }),
                 Op::Fsync { file: 0 }
             ]
         );

@@ -405,9 +405,8 @@ impl Kernel {
                         total += count.unwrap_or(range);
                     }
                     Op::XsbenchLookups { lookups } => total += lookups,
-                    Op::FileRead { len_bytes, .. } | Op::FileWrite { len_bytes, .. } => {
-                        total += len_bytes / crate::mm::PAGE_SIZE
-                    }
+                    Op::FileRead(r) => total += r.len_bytes / crate::mm::PAGE_SIZE,
+                    Op::FileWrite(w) => total += w.len_bytes / crate::mm::PAGE_SIZE,
                     _ => {}
                 }
             }
@@ -698,20 +697,7 @@ impl Kernel {
             Op::XsbenchLookups { lookups } => {
                 return self.xsbench_lookups(t, *lookups, quantum_end_ns);
             }
-            Op::FileRead {
-                file,
-                offset_bytes,
-                len_bytes,
-                buffer_bytes,
-            } => {
-                let req = crate::mm::filemap::ReadRequest {
-                    file: *file,
-                    offset_bytes: *offset_bytes,
-                    len_bytes: *len_bytes,
-                    buffer_bytes: *buffer_bytes,
-                };
-                return self.file_read_op(t, &req, quantum_end_ns);
-            }
+            Op::FileRead(req) => return self.file_read_op(t, req, quantum_end_ns),
             Op::SetMempolicy { policy } => self.do_set_mempolicy(*policy),
             Op::Mbind {
                 region,
@@ -727,22 +713,7 @@ impl Kernel {
                     self.mbind_move_folios(mm, r.start, from, to, pol);
                 }
             }
-            Op::FileWrite {
-                file,
-                offset_bytes,
-                len_bytes,
-                buffer_bytes,
-                data,
-            } => {
-                let req = crate::mm::filemap::WriteRequest {
-                    file: *file,
-                    offset_bytes: *offset_bytes,
-                    len_bytes: *len_bytes,
-                    buffer_bytes: *buffer_bytes,
-                    data: *data,
-                };
-                return self.file_write_op(t, &req, quantum_end_ns);
-            }
+            Op::FileWrite(req) => return self.file_write_op(t, req, quantum_end_ns),
             Op::Fsync { file } => self.vfs_fsync(*file),
             Op::Sleep { .. } | Op::Barrier { .. } => {}
             Op::Exit => self.do_exit(t),

@@ -10,6 +10,7 @@
 //! current position; a cycle is `size / buffer` calls. Without a preload the file starts on disk
 //! and the first cycle reads it through readahead.
 
+use crate::mm::filemap::ReadRequest;
 use crate::mm::mempolicy::{Mempolicy, MpolMode};
 use crate::scenario::{IterationReport, Op};
 
@@ -66,12 +67,12 @@ impl FileRead {
                 0,
             ),
         ];
-        let read = Op::FileRead {
+        let read = Op::FileRead(ReadRequest {
             file,
             offset_bytes: 0,
             len_bytes: self.size_bytes,
             buffer_bytes: self.buffer_bytes,
-        };
+        });
         if let Some(node) = self.preload_node {
             // numactl --membind for the preload, then back to the task's policy.
             ops.push(Op::SetMempolicy {
@@ -112,7 +113,7 @@ mod tests {
         let ops = fr.program(0, own);
         let bind = Mempolicy::parse("bind:1", 2).unwrap();
         assert_eq!(ops[2], Op::SetMempolicy { policy: bind });
-        assert!(matches!(ops[3], Op::FileRead { .. }) && matches!(ops[4], Op::FileRead { .. }));
+        assert!(matches!(ops[3], Op::FileRead(_)) && matches!(ops[4], Op::FileRead(_)));
         assert_eq!(ops[5], Op::SetMempolicy { policy: own });
         // Without a preload the program sets no policy at all.
         let plain = FileRead::default().program(0, None);
