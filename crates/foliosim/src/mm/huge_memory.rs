@@ -13,8 +13,8 @@
 use super::folio::{pg, FolioId};
 use super::pagetable::{self as pt};
 use super::Kernel;
+use crate::scenario::generation::Generation;
 use crate::scenario::knobs::PMD_ORDER;
-use crate::scenario::profile::Kernel as Gen;
 use crate::stats::{Mthp, Vm};
 
 /// Flags a subpage inherits from the head when a folio is split.
@@ -31,7 +31,7 @@ impl Kernel {
         }
         if partially_mapped {
             let newly = !self.mem.test(folio, pg::DEFERRED);
-            let per_size = self.profile_kernel() >= Gen::V6_12;
+            let per_size = self.generation() >= Generation::V6_12;
             if newly || !per_size {
                 if order as usize == PMD_ORDER {
                     self.stat.count(Vm::ThpDeferredSplitPage, 1);
@@ -266,7 +266,7 @@ impl Kernel {
                 self.set_folio_swap_entry(page, dev, off + i);
             }
         }
-        let zero_page = self.profile_kernel() >= Gen::V6_12;
+        let zero_page = self.generation() >= Generation::V6_12;
         let dropped =
             if swap.is_none() && (zero_page || (!on_lru && self.spec.profile.thp_zero_split)) {
                 self.drop_zero_subpages(folio, nr, &mappings, zero_page, !on_lru)
@@ -284,7 +284,7 @@ impl Kernel {
         self.charge_time(
             nr as u64 * self.hw.split_subpage_ns + pte_updates * self.hw.pte_update_ns,
         );
-        if self.profile_kernel() >= Gen::V6_12 {
+        if self.generation() >= Generation::V6_12 {
             self.stat.count_mthp(order, Mthp::SplitCount);
             if order as usize == PMD_ORDER {
                 self.stat.count(Vm::ThpSplitPage, 1);

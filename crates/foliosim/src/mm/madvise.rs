@@ -11,7 +11,7 @@
 use super::folio::{pg, FolioId};
 use super::pagetable::{self as pt};
 use super::Kernel;
-use crate::scenario::profile::Kernel as Gen;
+use crate::scenario::generation::Generation;
 
 impl Kernel {
     pub fn madvise_cold_or_pageout(
@@ -43,7 +43,7 @@ impl Kernel {
                     && first + nr <= to
                     && self.folio_pte_batch(mm, vi, first, first + nr, folio) == nr;
                 let keep_whole =
-                    whole && (pte & pt::PMD != 0 || self.profile_kernel() >= Gen::V6_10);
+                    whole && (pte & pt::PMD != 0 || self.generation() >= Generation::V6_10);
                 if !keep_whole {
                     if self.mem.mapcount(folio) > nr || self.mem.test(folio, pg::SWAPCACHE) {
                         i += 1;

@@ -17,7 +17,7 @@ use super::folio::FolioId;
 use super::memory::Gfp;
 use super::vmscan::MAX_RECLAIM_RETRIES;
 use super::Kernel;
-use crate::scenario::profile::Kernel as Gen;
+use crate::scenario::generation::Generation;
 use crate::scenario::RunSpec;
 use crate::stats::Memcg;
 
@@ -92,7 +92,7 @@ pub fn build(spec: &RunSpec) -> Vec<MemCgroup> {
 
 /// One empty stock per CPU, with the generation's number of slots.
 pub fn build_stocks(spec: &RunSpec, nr_cpus: usize) -> Vec<MemcgStock> {
-    let slots = if spec.profile.kernel >= Gen::V6_18 {
+    let slots = if spec.profile.generation >= Generation::V6_18 {
         NR_MEMCG_STOCK
     } else {
         1

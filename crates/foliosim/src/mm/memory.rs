@@ -20,8 +20,8 @@ use super::folio::{content, pg, FolioId};
 use super::pagetable::{self as pt};
 use super::vma::{HPAGE_PMD_NR, VM_HUGEPAGE, VM_NOHUGEPAGE, VM_SHARED};
 use super::Kernel;
+use crate::scenario::generation::Generation;
 use crate::scenario::knobs::{ThpDefrag, ThpEnabled, PMD_ORDER};
-use crate::scenario::profile::Kernel as Gen;
 use crate::stats::{Memcg, Mthp, Vm};
 
 /// The task was chosen by the OOM killer while faulting.
@@ -223,7 +223,8 @@ impl Kernel {
                 self.stat.count(Vm::ThpFaultAlloc, 1);
             }
             self.map_new_anon_folio(mm, vi, base, pfn, is_pmd);
-            if is_pmd && self.profile_kernel() >= Gen::V6_12 && self.spec.knobs.shrink_underused {
+            if is_pmd && self.generation() >= Generation::V6_12 && self.spec.knobs.shrink_underused
+            {
                 // Queued at fault so that the underused-THP shrinker can look at it.
                 self.deferred_split_folio(pfn, false);
             }
@@ -309,7 +310,7 @@ impl Kernel {
                 self.memcgs[memcg as usize].count(Memcg::Pgmajfault, 1);
                 let bypass = self.swap[dev as usize].synchronous()
                     && self.swap[dev as usize].swap_count(off) == 1;
-                let mut order = if bypass && self.profile_kernel() >= Gen::V6_12 {
+                let mut order = if bypass && self.generation() >= Generation::V6_12 {
                     self.swap_folio_order(mm, vi, vpn, dev, off)
                 } else {
                     0
@@ -338,7 +339,7 @@ impl Kernel {
                         return Err(Killed);
                     }
                     // Per-size swap-in fallback counters came after v6.12.
-                    if self.profile_kernel() >= Gen::V6_18 {
+                    if self.generation() >= Generation::V6_18 {
                         self.stat.count_mthp(order, Mthp::SwpinFallback);
                         if charge_failed {
                             self.stat.count_mthp(order, Mthp::SwpinFallbackCharge);

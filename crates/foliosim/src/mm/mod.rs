@@ -282,8 +282,8 @@ impl Kernel {
         self.swap.iter().map(|s| s.free_slots()).sum()
     }
 
-    pub fn profile_kernel(&self) -> crate::scenario::profile::Kernel {
-        self.spec.profile.kernel
+    pub fn generation(&self) -> crate::scenario::generation::Generation {
+        self.spec.profile.generation
     }
 }
 

@@ -21,7 +21,7 @@
 
 use super::folio::{pg, NIL};
 use super::Kernel;
-use crate::scenario::profile::Kernel as Gen;
+use crate::scenario::generation::Generation;
 use crate::scenario::{RunSpec, SwapKind};
 use crate::sim::rng::Rng;
 use crate::sim::FifoServer;
@@ -115,7 +115,7 @@ pub struct SwapInfo {
     pub name: String,
     pub kind: SwapKind,
     pub prio: i32,
-    pub gen: Gen,
+    pub gen: Generation,
     /// Slots including the header.
     pub max: u32,
     pub swap_map: Vec<u8>,
@@ -184,7 +184,7 @@ impl SwapInfo {
         prio: i32,
         size_bytes: u64,
         nr_cpus: usize,
-        gen: Gen,
+        gen: Generation,
     ) -> SwapInfo {
         Self::with_discard(name, kind, prio, size_bytes, nr_cpus, gen, None)
     }
@@ -196,7 +196,7 @@ impl SwapInfo {
         prio: i32,
         size_bytes: u64,
         nr_cpus: usize,
-        gen: Gen,
+        gen: Generation,
         discard_ns: Option<u64>,
     ) -> SwapInfo {
         let max = (size_bytes / super::PAGE_SIZE).clamp(2, 1 << 27) as u32;
@@ -261,7 +261,7 @@ impl SwapInfo {
         let tail = nr_clusters * SWAPFILE_CLUSTER - max;
         si.clusters[(nr_clusters - 1) as usize].count += tail as u16;
         if si.has_clusters() {
-            if gen >= Gen::V6_18 {
+            if gen >= Generation::V6_18 {
                 // The swap table made the column shuffle pointless; clusters go on in order.
                 for idx in 0..nr_clusters {
                     si.setup_cluster(idx);
@@ -286,7 +286,7 @@ impl SwapInfo {
     fn setup_cluster(&mut self, idx: u32) {
         if self.clusters[idx as usize].count == 0 {
             self.list_add_tail(idx, LIST_FREE);
-        } else if self.gen >= Gen::V6_12 {
+        } else if self.gen >= Generation::V6_12 {
             self.list_add_tail(idx, list_nonfull(0));
         }
     }
@@ -316,7 +316,7 @@ impl SwapInfo {
 
     /// cluster_info exists: non-rotational devices, and from v6.18 rotational ones too.
     pub fn has_clusters(&self) -> bool {
-        self.kind != SwapKind::Hdd || self.gen >= Gen::V6_18
+        self.kind != SwapKind::Hdd || self.gen >= Generation::V6_18
     }
 
     /// SWP_SOLIDSTATE (a swap file is taken to sit on an SSD).
@@ -464,7 +464,7 @@ impl SwapInfo {
             let (count, list, order) = (ci.count, ci.list, ci.order as u32);
             if count == 0 {
                 self.free_cluster(idx, now_ns);
-            } else if self.gen >= Gen::V6_12 && list != list_nonfull(order) {
+            } else if self.gen >= Generation::V6_12 && list != list_nonfull(order) {
                 self.list_add_tail(idx, list_nonfull(order));
             }
         }
@@ -566,7 +566,7 @@ impl SwapInfo {
             1
         };
         while let Some(idx) = self.first(LIST_FULL) {
-            if self.gen >= Gen::V6_18 {
+            if self.gen >= Generation::V6_18 {
                 self.list_del(idx);
             } else {
                 self.list_add_tail(idx, LIST_FULL);
@@ -584,7 +584,7 @@ impl SwapInfo {
                 }
                 off += 1;
             }
-            if self.gen >= Gen::V6_18 && self.clusters[idx as usize].list == LIST_NONE {
+            if self.gen >= Generation::V6_18 && self.clusters[idx as usize].list == LIST_NONE {
                 self.relocate_cluster(idx, ctx.now_ns);
             }
             if to_scan <= 0 {
@@ -627,7 +627,7 @@ impl SwapInfo {
     }
 
     fn reset_cursor(&mut self, cpu: usize, order: u32) {
-        if self.gen == Gen::V6_9 {
+        if self.gen == Generation::V6_9 {
             self.percpu_cluster[cpu] = NONE;
         } else {
             self.percpu_next[cpu][order as usize] = NONE;
@@ -651,7 +651,7 @@ impl SwapInfo {
             if guard == 0 {
                 return false;
             }
-            let (mut tmp, idx) = if self.gen == Gen::V6_9 {
+            let (mut tmp, idx) = if self.gen == Generation::V6_9 {
                 if self.percpu_cluster[cpu] == NONE {
                     match self.first(LIST_FREE) {
                         Some(h) => {
@@ -699,7 +699,7 @@ impl SwapInfo {
             }
             *offset = tmp;
             *scan_base = tmp;
-            self.percpu_next[cpu][order as usize] = if self.gen == Gen::V6_9 {
+            self.percpu_next[cpu][order as usize] = if self.gen == Generation::V6_9 {
                 tmp + 1
             } else if tmp + nr < max {
                 tmp + nr
@@ -777,7 +777,7 @@ impl SwapInfo {
     ) {
         let nr_pages = 1u32 << order;
         let ssd = self.has_clusters();
-        let direct = self.gen >= Gen::V6_12;
+        let direct = self.gen >= Generation::V6_12;
         let start_len = out.len();
         let mut latency = LATENCY_LIMIT;
         let mut scanned_many = false;
@@ -934,7 +934,7 @@ impl SwapInfo {
                     }
                 }
                 Step::Done => {
-                    if self.gen == Gen::V6_9 || order == 0 {
+                    if self.gen == Generation::V6_9 || order == 0 {
                         self.set_cluster_next(cpu, offset + 1);
                     }
                     return;
@@ -995,7 +995,7 @@ impl SwapInfo {
     fn alloc_range(&mut self, idx: u32, off: u32, order: u32) {
         let nr = 1u32 << order;
         let ci = self.clusters[idx as usize];
-        if self.gen == Gen::V6_12 {
+        if self.gen == Generation::V6_12 {
             if ci.list == LIST_FREE {
                 if nr < SWAPFILE_CLUSTER {
                     self.list_add_tail(idx, list_nonfull(order));
@@ -1007,7 +1007,9 @@ impl SwapInfo {
         }
         self.take_range(off, nr);
         self.clusters[idx as usize].count += nr as u16;
-        if self.gen == Gen::V6_12 && self.clusters[idx as usize].count as u32 == SWAPFILE_CLUSTER {
+        if self.gen == Generation::V6_12
+            && self.clusters[idx as usize].count as u32 == SWAPFILE_CLUSTER
+        {
             self.list_add_tail(idx, LIST_FULL);
         }
     }
@@ -1372,7 +1374,7 @@ impl SwapInfo {
     /// kernel runs it from a worker soon after; here it runs at once.
     fn after_alloc(&mut self, ctx: &AllocCtx) {
         if std::mem::take(&mut self.became_full)
-            && self.gen >= Gen::V6_12
+            && self.gen >= Generation::V6_12
             && self.has_clusters()
             && ctx.swap_full
         {
@@ -1399,7 +1401,7 @@ impl SwapInfo {
             return 0;
         }
         match self.gen {
-            Gen::V6_9 => {
+            Generation::V6_9 => {
                 if order == PMD_ORDER {
                     if let Some(off) = self.swap_alloc_cluster() {
                         out.push(off);
@@ -1408,17 +1410,17 @@ impl SwapInfo {
                     self.scan_swap_map_slots(cpu, 0, nr, ctx, out);
                 }
             }
-            Gen::V6_10 => {
+            Generation::V6_10 => {
                 let nr = if order > 0 { 1 } else { nr };
                 self.scan_swap_map_slots(cpu, order, nr, ctx, out);
             }
-            Gen::V6_12 if !self.has_clusters() => {
+            Generation::V6_12 if !self.has_clusters() => {
                 self.scan_swap_map_slots(cpu, 0, nr, ctx, out);
             }
-            Gen::V6_12 | Gen::V6_18 => {
+            Generation::V6_12 | Generation::V6_18 => {
                 let nr = if order > 0 { 1 } else { nr };
                 for _ in 0..nr {
-                    let got = if self.gen == Gen::V6_12 {
+                    let got = if self.gen == Generation::V6_12 {
                         self.cluster_alloc_swap_entry_v6_12(cpu, order, ctx)
                     } else {
                         self.cluster_alloc_swap_entry_v6_18(cpu, order, ctx)
@@ -1439,7 +1441,7 @@ impl SwapInfo {
     /// offset. An allocation that had to wait for discards sets `waited_until_ns`.
     pub fn alloc_with(&mut self, cpu: usize, order: u32, ctx: &AllocCtx) -> Option<u32> {
         loop {
-            if self.gen >= Gen::V6_18 {
+            if self.gen >= Generation::V6_18 {
                 if let Some(off) = self.alloc_fast(cpu, order, ctx) {
                     return Some(off);
                 }
@@ -1449,7 +1451,7 @@ impl SwapInfo {
             self.alloc_slots(cpu, order, 1, ctx, &mut out);
             let got = out.first().copied();
             self.out_scratch = out;
-            if got.is_none() && self.gen >= Gen::V6_18 && order == 0 && self.discard_now() {
+            if got.is_none() && self.gen >= Generation::V6_18 && order == 0 && self.discard_now() {
                 continue;
             }
             return got;
@@ -1483,7 +1485,7 @@ fn burn_latency(latency: &mut i64, scanned_many: &mut bool, steps: i64) {
 
 pub fn swapon_all(spec: &RunSpec, hw: &crate::machine::hw::HwCosts) -> Vec<SwapInfo> {
     let nr_cpus = spec.scenario.machine.nr_cpus() as usize;
-    let gen = spec.profile.kernel;
+    let gen = spec.profile.generation;
     let mut v: Vec<SwapInfo> = spec
         .scenario
         .swap
@@ -1555,7 +1557,7 @@ impl Kernel {
             return None;
         }
         self.rejoin_avail_devices();
-        if self.profile_kernel() >= Gen::V6_18 {
+        if self.generation() >= Generation::V6_18 {
             return self.folio_alloc_swap_v6_18(order);
         }
         let size = 1u64 << order;
@@ -1764,7 +1766,7 @@ mod tests {
 
     const MIB: u64 = 1 << 20;
 
-    fn dev(gen: Gen, size: u64) -> SwapInfo {
+    fn dev(gen: Generation, size: u64) -> SwapInfo {
         SwapInfo::new("s", SwapKind::Ssd, -2, size, 1, gen)
     }
 
@@ -1801,31 +1803,34 @@ mod tests {
 
     #[test]
     fn free_list_order_at_swapon_per_generation() {
-        for gen in [Gen::V6_9, Gen::V6_10, Gen::V6_12] {
+        for gen in [Generation::V6_9, Generation::V6_10, Generation::V6_12] {
             let si = dev(gen, 256 * MIB);
             // Column-major over 32 columns: column 0 is 0 (the header's), 32, 64, 96.
             assert_eq!(&si.list_clusters(LIST_FREE)[..6], &[32, 64, 96, 1, 33, 65]);
             assert_eq!(si.list_len(LIST_FREE), 127);
         }
-        assert_eq!(dev(Gen::V6_9, 256 * MIB).clusters[0].list, LIST_NONE);
-        assert_eq!(dev(Gen::V6_10, 256 * MIB).clusters[0].list, LIST_NONE);
-        let si = dev(Gen::V6_12, 256 * MIB);
+        assert_eq!(dev(Generation::V6_9, 256 * MIB).clusters[0].list, LIST_NONE);
+        assert_eq!(
+            dev(Generation::V6_10, 256 * MIB).clusters[0].list,
+            LIST_NONE
+        );
+        let si = dev(Generation::V6_12, 256 * MIB);
         assert_eq!(si.list_clusters(list_nonfull(0)), vec![0]);
         // The newest kernels dropped the column shuffle.
-        let si = dev(Gen::V6_18, 256 * MIB);
+        let si = dev(Generation::V6_18, 256 * MIB);
         assert_eq!(si.list_clusters(LIST_FREE), (1..128).collect::<Vec<u32>>());
         assert_eq!(si.list_clusters(list_nonfull(0)), vec![0]);
         // A partial last cluster is used from the start: on nonfull[0] in v6.12, no list before.
-        let si = dev(Gen::V6_12, 64 * MIB + 8192);
+        let si = dev(Generation::V6_12, 64 * MIB + 8192);
         assert_eq!(si.list_clusters(list_nonfull(0)), vec![0, 32]);
         assert_eq!(si.clusters[32].count, 510);
-        let si = dev(Gen::V6_9, 64 * MIB + 8192);
+        let si = dev(Generation::V6_9, 64 * MIB + 8192);
         assert_eq!(si.clusters[32].list, LIST_NONE);
         assert!(!si.list_clusters(LIST_FREE).contains(&32));
         // Rotational devices have no clusters up to v6.12.
-        let hdd = SwapInfo::new("h", SwapKind::Hdd, -2, 64 * MIB, 1, Gen::V6_12);
+        let hdd = SwapInfo::new("h", SwapKind::Hdd, -2, 64 * MIB, 1, Generation::V6_12);
         assert_eq!(hdd.list_len(LIST_FREE), 0);
-        let hdd = SwapInfo::new("h", SwapKind::Hdd, -2, 64 * MIB, 1, Gen::V6_18);
+        let hdd = SwapInfo::new("h", SwapKind::Hdd, -2, 64 * MIB, 1, Generation::V6_18);
         assert_eq!(hdd.list_len(LIST_FREE), 31);
     }
 
@@ -1833,7 +1838,7 @@ mod tests {
 
     #[test]
     fn v6_9_order0_takes_the_head_free_cluster_and_frees_it_to_the_tail() {
-        let mut si = dev(Gen::V6_9, 64 * MIB);
+        let mut si = dev(Generation::V6_9, 64 * MIB);
         assert_eq!(si.first(LIST_FREE), Some(1));
         assert_eq!(si.alloc(0, 0, false, 0), Some(512));
         assert_eq!(
@@ -1859,7 +1864,7 @@ mod tests {
 
     #[test]
     fn v6_9_conflict_check_drops_a_cpu_cluster_that_went_back_to_the_free_list() {
-        let mut si = dev(Gen::V6_9, 64 * MIB);
+        let mut si = dev(Generation::V6_9, 64 * MIB);
         assert_eq!(si.alloc(0, 0, false, 0), Some(512));
         si.free_slots_range(512, 1, 0);
         // Cluster 1 is free again, at the tail: this CPU's cluster still points into it, but
@@ -1872,7 +1877,7 @@ mod tests {
 
     #[test]
     fn v6_9_linear_scan_starts_after_the_cpu_scan_base_and_wraps() {
-        let mut si = SwapInfo::new("s", SwapKind::Ssd, -2, 4 * MIB, 2, Gen::V6_9);
+        let mut si = SwapInfo::new("s", SwapKind::Ssd, -2, 4 * MIB, 2, Generation::V6_9);
         // Cluster 1 is the only free cluster; once it is used up, order 0 scans linearly.
         for _ in 0..512 {
             si.alloc(0, 0, false, 0).unwrap();
@@ -1900,7 +1905,7 @@ mod tests {
 
     #[test]
     fn v6_9_batch_takes_the_slots_after_the_first_found_one() {
-        let mut si = dev(Gen::V6_9, 4 * MIB);
+        let mut si = dev(Generation::V6_9, 4 * MIB);
         for _ in 0..512 {
             si.alloc(0, 0, false, 0).unwrap();
         }
@@ -1916,7 +1921,7 @@ mod tests {
 
     #[test]
     fn v6_9_rejects_mthp_orders_and_hands_out_pmd_clusters_whole() {
-        let mut si = dev(Gen::V6_9, 64 * MIB);
+        let mut si = dev(Generation::V6_9, 64 * MIB);
         for order in 1..PMD_ORDER {
             assert_eq!(si.alloc(0, order, false, 0), None, "order {order}");
         }
@@ -1928,11 +1933,11 @@ mod tests {
         assert_eq!(si.alloc(0, 9, false, 0), Some(1024), "the next head, whole");
         assert_eq!(si.inuse_pages, 1024);
         // No whole free cluster: PMD fails even with room elsewhere.
-        let mut si = dev(Gen::V6_9, 4 * MIB);
+        let mut si = dev(Generation::V6_9, 4 * MIB);
         si.alloc(0, 0, false, 0).unwrap();
         assert_eq!(si.alloc(0, 9, false, 0), None);
         // Swap files are not block devices.
-        let mut f = SwapInfo::new("f", SwapKind::File, -2, 64 * MIB, 1, Gen::V6_9);
+        let mut f = SwapInfo::new("f", SwapKind::File, -2, 64 * MIB, 1, Generation::V6_9);
         assert_eq!(f.alloc(0, 9, false, 0), None);
     }
 
@@ -1940,7 +1945,7 @@ mod tests {
 
     #[test]
     fn v6_10_order_cursors_take_whole_free_clusters_which_return_only_at_count_0() {
-        let mut si = dev(Gen::V6_10, 64 * MIB);
+        let mut si = dev(Generation::V6_10, 64 * MIB);
         let a = si.alloc(0, 4, false, 0).unwrap();
         assert_eq!(a, 512);
         assert_eq!(si.clusters[1].list, LIST_NONE);
@@ -1967,7 +1972,7 @@ mod tests {
 
     #[test]
     fn v6_10_a_partly_free_cluster_is_never_reused_for_large_orders() {
-        let mut si = dev(Gen::V6_10, 4 * MIB);
+        let mut si = dev(Generation::V6_10, 4 * MIB);
         // Two clusters: 0 holds the header, 1 is free and goes to order 0.
         assert_eq!(si.alloc(0, 0, false, 0), Some(512));
         assert_eq!(si.alloc(0, 4, false, 0), None);
@@ -1979,7 +1984,7 @@ mod tests {
 
     #[test]
     fn v6_10_order0_steals_by_linear_scan_inside_another_order_cluster() {
-        let mut si = dev(Gen::V6_10, 4 * MIB);
+        let mut si = dev(Generation::V6_10, 4 * MIB);
         assert_eq!(si.alloc(0, 4, false, 0), Some(512));
         assert_eq!(si.list_len(LIST_FREE), 0);
         // No free cluster for order 0: the scan from the CPU's base takes any free slot, here
@@ -1997,7 +2002,7 @@ mod tests {
 
     #[test]
     fn large_allocations_are_naturally_aligned_and_never_span_clusters() {
-        for gen in [Gen::V6_10, Gen::V6_12, Gen::V6_18] {
+        for gen in [Generation::V6_10, Generation::V6_12, Generation::V6_18] {
             let mut si = SwapInfo::new("s", SwapKind::Ssd, -2, 64 * MIB, 3, gen);
             let mut got = Vec::new();
             for i in 0..4000u32 {
@@ -2024,7 +2029,7 @@ mod tests {
     fn v6_9_scan_base_jumps_to_a_random_64mib_chunk_when_it_crosses_one() {
         let mut seen = Vec::new();
         for seed in 0..16 {
-            let mut si = dev(Gen::V6_9, 256 * MIB);
+            let mut si = dev(Generation::V6_9, 256 * MIB);
             si.seed_scan(seed);
             let base = si.cluster_next_cpu[0];
             assert!((1..65536).contains(&base));
@@ -2047,7 +2052,7 @@ mod tests {
 
     #[test]
     fn v6_12_cluster_lists_follow_allocation_and_free() {
-        let mut si = dev(Gen::V6_12, 8 * MIB);
+        let mut si = dev(Generation::V6_12, 8 * MIB);
         // free -> nonfull[4] on the first order-4 allocation
         let a = si.alloc(0, 4, false, 0).unwrap();
         let idx = (a / 512) as usize;
@@ -2076,7 +2081,7 @@ mod tests {
 
     #[test]
     fn v6_12_failed_slow_path_scan_moves_nonfull_to_frag_and_a_free_moves_it_back() {
-        let mut si = dev(Gen::V6_12, 4 * MIB);
+        let mut si = dev(Generation::V6_12, 4 * MIB);
         // Fill the one free cluster with order 4, then free one slot in the middle.
         let a = si.alloc(0, 4, false, 0).unwrap();
         for _ in 1..32 {
@@ -2100,7 +2105,7 @@ mod tests {
 
     #[test]
     fn v6_12_order0_steals_frag_before_nonfull_with_orders_rising() {
-        let mut si = dev(Gen::V6_12, 8 * MIB);
+        let mut si = dev(Generation::V6_12, 8 * MIB);
         // Clusters 1, 2 and 3 serve orders 2, 3 and 2; no free cluster is left.
         assert_eq!(si.alloc(0, 2, false, 0).map(|o| o / 512), Some(1));
         assert_eq!(si.alloc(0, 3, false, 0).map(|o| o / 512), Some(2));
@@ -2118,7 +2123,7 @@ mod tests {
         assert_eq!(s / 512, 3);
         assert_eq!(si.clusters[3].order, 2, "a steal keeps the cluster's order");
         // With frag[2] empty, nonfull[2] (cluster 1) comes before frag[3] (cluster 2).
-        let mut si = dev(Gen::V6_12, 8 * MIB);
+        let mut si = dev(Generation::V6_12, 8 * MIB);
         assert_eq!(si.alloc(0, 2, false, 0).map(|o| o / 512), Some(1));
         assert_eq!(si.alloc(0, 3, false, 0).map(|o| o / 512), Some(2));
         while si.clusters[0].count < 512 || si.list_len(LIST_FREE) > 0 {
@@ -2131,7 +2136,7 @@ mod tests {
 
     #[test]
     fn a_stolen_slot_makes_the_large_cursor_skip_to_the_next_aligned_range() {
-        for gen in [Gen::V6_12, Gen::V6_18] {
+        for gen in [Generation::V6_12, Generation::V6_18] {
             let mut si = dev(gen, 4 * MIB);
             assert_eq!(si.alloc(0, 4, false, 0), Some(512));
             // Fill the header's cluster, then order 0 steals the first free slot of cluster 1.
@@ -2148,7 +2153,7 @@ mod tests {
     #[test]
     fn v6_12_reuses_cache_only_slots_only_when_swap_is_full() {
         for swap_full in [false, true] {
-            let mut si = dev(Gen::V6_12, 4 * MIB);
+            let mut si = dev(Generation::V6_12, 4 * MIB);
             fill_referenced(&mut si);
             // Slot 600 only the swap cache holds; slot 900 is free.
             si.swap_map[600] = SWAP_HAS_CACHE;
@@ -2171,7 +2176,7 @@ mod tests {
             }
         }
         // A folio that cannot leave the cache (under writeback) is skipped.
-        let mut si = dev(Gen::V6_12, 4 * MIB);
+        let mut si = dev(Generation::V6_12, 4 * MIB);
         fill_referenced(&mut si);
         si.swap_map[600] = SWAP_HAS_CACHE;
         si.cache[600] = 77;
@@ -2189,7 +2194,7 @@ mod tests {
     #[test]
     fn v6_12_full_cluster_reclaim_runs_only_when_swap_is_full() {
         for swap_full in [false, true] {
-            let mut si = dev(Gen::V6_12, 4 * MIB);
+            let mut si = dev(Generation::V6_12, 4 * MIB);
             fill_referenced(&mut si);
             // Cluster 1 filled first, then the header's: full = [1, 0]. One free slot keeps the
             // device on the avail list.
@@ -2216,7 +2221,7 @@ mod tests {
 
     #[test]
     fn v6_9_and_v6_10_cache_only_reclaim_goes_through_an_active_slot_cache() {
-        for gen in [Gen::V6_9, Gen::V6_10] {
+        for gen in [Generation::V6_9, Generation::V6_10] {
             for active in [false, true] {
                 let mut si = dev(gen, 4 * MIB);
                 fill_referenced(&mut si);
@@ -2252,7 +2257,7 @@ mod tests {
 
     #[test]
     fn v6_18_relocates_scanned_clusters_and_prefers_nonfull_over_free() {
-        let mut si = dev(Gen::V6_18, 8 * MIB);
+        let mut si = dev(Generation::V6_18, 8 * MIB);
         let a = si.alloc(0, 4, false, 0).unwrap();
         assert_eq!(a, 512, "ascending free list");
         assert_eq!(si.clusters[1].list, list_frag(4));
@@ -2278,7 +2283,15 @@ mod tests {
         si.percpu_next[0][4] = NONE;
         assert_eq!(si.alloc(0, 4, false, 0), Some(b + 64));
         // With discard it takes a free cluster first, to spread the writes.
-        let mut d = SwapInfo::with_discard("d", SwapKind::Ssd, -2, 8 * MIB, 1, Gen::V6_18, Some(1));
+        let mut d = SwapInfo::with_discard(
+            "d",
+            SwapKind::Ssd,
+            -2,
+            8 * MIB,
+            1,
+            Generation::V6_18,
+            Some(1),
+        );
         let x = d.alloc(0, 4, false, 0).unwrap();
         d.alloc(0, 4, false, 0).unwrap();
         d.free_slots_range(x, 16, 0);
@@ -2289,7 +2302,7 @@ mod tests {
 
     #[test]
     fn v6_18_cursor_is_used_only_while_the_cluster_suits_the_order() {
-        let mut si = dev(Gen::V6_18, 8 * MIB);
+        let mut si = dev(Generation::V6_18, 8 * MIB);
         assert_eq!(si.alloc(0, 4, false, 0), Some(512));
         // Cluster 1 is emptied and taken by order 2: the order-4 cursor may not use it.
         si.free_slots_range(512, 16, 0);
@@ -2301,12 +2314,12 @@ mod tests {
 
     #[test]
     fn v6_18_rotational_devices_have_clusters_and_large_allocations() {
-        let mut si = SwapInfo::new("h", SwapKind::Hdd, -2, 8 * MIB, 2, Gen::V6_18);
+        let mut si = SwapInfo::new("h", SwapKind::Hdd, -2, 8 * MIB, 2, Generation::V6_18);
         assert_eq!(si.alloc(0, 4, false, 0), Some(512));
         // One device-wide cursor, whatever the CPU.
         assert_eq!(si.alloc(1, 4, false, 0), Some(528));
         assert_eq!(si.percpu_next[1][4], NONE);
-        let mut old = SwapInfo::new("h", SwapKind::Hdd, -2, 8 * MIB, 2, Gen::V6_12);
+        let mut old = SwapInfo::new("h", SwapKind::Hdd, -2, 8 * MIB, 2, Generation::V6_12);
         assert_eq!(old.alloc(0, 4, false, 0), None);
     }
 
@@ -2314,7 +2327,7 @@ mod tests {
 
     #[test]
     fn rotational_devices_allocate_sequentially_in_512_runs_and_never_large() {
-        let mut si = SwapInfo::new("h", SwapKind::Hdd, -2, 8 * MIB, 1, Gen::V6_12);
+        let mut si = SwapInfo::new("h", SwapKind::Hdd, -2, 8 * MIB, 1, Generation::V6_12);
         assert_eq!(si.alloc(0, 9, false, 0), None);
         for i in 1..=512 {
             assert_eq!(si.alloc(0, 0, false, 0), Some(i));
@@ -2325,14 +2338,14 @@ mod tests {
         }
         assert_eq!(si.alloc(0, 0, false, 0), Some(513));
         assert_eq!(si.alloc(0, 0, false, 0), Some(514));
-        let mut v69 = SwapInfo::new("h", SwapKind::Hdd, -2, 8 * MIB, 1, Gen::V6_9);
+        let mut v69 = SwapInfo::new("h", SwapKind::Hdd, -2, 8 * MIB, 1, Generation::V6_9);
         assert_eq!(v69.alloc(0, 0, false, 0), Some(1));
         assert_eq!(v69.alloc(0, 0, false, 0), Some(2));
     }
 
     #[test]
     fn swap_files_use_clusters_for_order0_but_never_allocate_large() {
-        for gen in [Gen::V6_10, Gen::V6_12, Gen::V6_18] {
+        for gen in [Generation::V6_10, Generation::V6_12, Generation::V6_18] {
             let mut si = SwapInfo::new("f", SwapKind::File, -2, 4 * MIB, 1, gen);
             assert_eq!(si.alloc(0, 4, false, 0), None);
             assert_eq!(si.alloc(0, 9, false, 0), None);
@@ -2344,8 +2357,15 @@ mod tests {
 
     #[test]
     fn a_freed_cluster_is_not_reused_until_discarded() {
-        let mut si =
-            SwapInfo::with_discard("s", SwapKind::Ssd, -2, 6 * MIB, 1, Gen::V6_12, Some(1000));
+        let mut si = SwapInfo::with_discard(
+            "s",
+            SwapKind::Ssd,
+            -2,
+            6 * MIB,
+            1,
+            Generation::V6_12,
+            Some(1000),
+        );
         let first: Vec<u32> = (0..32).map(|_| si.alloc(0, 4, false, 0).unwrap()).collect();
         assert!(first.iter().all(|&o| o / 512 == 1));
         for &o in &first {
@@ -2361,7 +2381,7 @@ mod tests {
         assert_eq!(si.alloc(0, 4, false, 20).unwrap() / 512, 1);
         assert_eq!(si.waited_until_ns, 1000);
         // A discard that finished by the time of the allocation needs no wait.
-        for gen in [Gen::V6_9, Gen::V6_10, Gen::V6_18] {
+        for gen in [Generation::V6_9, Generation::V6_10, Generation::V6_18] {
             let mut si =
                 SwapInfo::with_discard("s", SwapKind::Ssd, -2, 4 * MIB, 1, gen, Some(1000));
             assert_eq!(si.alloc(0, 9, false, 0), Some(512));
@@ -2371,8 +2391,15 @@ mod tests {
             assert_eq!(si.waited_until_ns, 0);
         }
         // v6.10 order 0 waits for a pending discard rather than scanning linearly.
-        let mut si =
-            SwapInfo::with_discard("s", SwapKind::Ssd, -2, 4 * MIB, 1, Gen::V6_10, Some(1000));
+        let mut si = SwapInfo::with_discard(
+            "s",
+            SwapKind::Ssd,
+            -2,
+            4 * MIB,
+            1,
+            Generation::V6_10,
+            Some(1000),
+        );
         assert_eq!(si.alloc(0, 4, false, 0), Some(512));
         si.free_slots_range(512, 16, 0);
         assert_eq!(si.alloc(0, 0, false, 10), Some(512));

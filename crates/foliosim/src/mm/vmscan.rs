@@ -26,7 +26,7 @@
 use super::folio::{pg, FolioId, NIL};
 use super::vma::VM_EXEC;
 use super::Kernel;
-use crate::scenario::profile::Kernel as Gen;
+use crate::scenario::generation::Generation;
 use crate::stats::{Memcg, Mthp, Vm};
 
 pub const SWAP_CLUSTER_MAX: u64 = 32;
@@ -555,11 +555,13 @@ impl Kernel {
 
     /// Should reclaim split this large anonymous folio before trying to swap it out?
     fn early_split(&self, folio: FolioId) -> bool {
-        match self.profile_kernel() {
+        match self.generation() {
             // Only a PMD-mapped THP may go to swap whole; everything else is split first.
-            Gen::V6_9 => !self.folio_pmd_mapped(folio),
+            Generation::V6_9 => !self.folio_pmd_mapped(folio),
             // Partially mapped folios are split; the rest try a whole allocation.
-            Gen::V6_10 | Gen::V6_12 | Gen::V6_18 => self.mem.test(folio, pg::DEFERRED),
+            Generation::V6_10 | Generation::V6_12 | Generation::V6_18 => {
+                self.mem.test(folio, pg::DEFERRED)
+            }
         }
     }
 
@@ -724,7 +726,7 @@ impl Kernel {
             let memcg = self.mem.memcg(folio) as usize;
             self.memcgs[memcg].count(Memcg::ThpSwpoutFallback, 1);
         }
-        if self.profile_kernel() >= Gen::V6_10 {
+        if self.generation() >= Generation::V6_10 {
             self.stat.count_mthp(order, Mthp::SwpoutFallback);
         }
     }

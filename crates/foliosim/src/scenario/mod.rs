@@ -2,6 +2,7 @@
 //! profiles, and the sysfs/procfs knob table. `parse` turns a file into a checked `Scenario`;
 //! nothing past this module sees malformed input.
 
+pub mod generation;
 pub mod knobs;
 pub mod parse;
 pub mod profile;

@@ -1,18 +1,12 @@
 //! Kernel profiles: a base kernel generation plus out-of-tree features (`v6.12+migrc`).
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub enum Kernel {
-    V6_9,
-    V6_10,
-    V6_12,
-    V6_18,
-}
+use super::generation::Generation;
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Profile {
     /// As written, e.g. "v6.12+migrc".
     pub name: String,
-    pub kernel: Kernel,
+    pub generation: Generation,
     pub migrc: bool,
     pub pagecache_promotion: bool,
     pub thp_zero_split: bool,
@@ -43,11 +37,11 @@ impl Profile {
     pub fn parse(name: &str) -> Result<Profile, String> {
         let mut parts = name.split('+');
         let base = parts.next().unwrap_or("");
-        let kernel = match base {
-            "v6.9" => Kernel::V6_9,
-            "v6.10" => Kernel::V6_10,
-            "v6.12" => Kernel::V6_12,
-            "v6.18" => Kernel::V6_18,
+        let generation = match base {
+            "v6.9" => Generation::V6_9,
+            "v6.10" => Generation::V6_10,
+            "v6.12" => Generation::V6_12,
+            "v6.18" => Generation::V6_18,
             _ => {
                 return Err(format!(
                     "expected a kernel profile {} with optional {}, found {name:?}",
@@ -58,7 +52,7 @@ impl Profile {
         };
         let mut profile = Profile {
             name: name.to_string(),
-            kernel,
+            generation,
             migrc: false,
             pagecache_promotion: false,
             thp_zero_split: false,
@@ -104,11 +98,11 @@ mod tests {
         for (i, base) in BASE_PROFILES.iter().enumerate() {
             let p = Profile::parse(base).unwrap();
             assert_eq!(p.name, *base);
-            assert_eq!(p.kernel as usize, i);
+            assert_eq!(p.generation as usize, i);
             assert!(!p.migrc && !p.pagecache_promotion && !p.thp_zero_split);
         }
         let p = Profile::parse("v6.12+thp_zero_split+migrc").unwrap();
-        assert_eq!(p.kernel, Kernel::V6_12);
+        assert_eq!(p.generation, Generation::V6_12);
         assert!(p.migrc && p.thp_zero_split && !p.pagecache_promotion);
         assert_eq!(p.name, "v6.12+thp_zero_split+migrc");
     }
