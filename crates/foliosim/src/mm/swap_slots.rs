@@ -9,7 +9,6 @@
 
 use super::swapfile::SWAP_HAS_CACHE;
 use super::Kernel;
-use crate::scenario::generation::Generation;
 
 pub const SWAP_SLOTS_CACHE_SIZE: usize = 64;
 const THRESHOLD_ACTIVATE_PER_CPU: u64 = 5 * SWAP_SLOTS_CACHE_SIZE as u64;
@@ -48,7 +47,7 @@ impl SlotCache {
 
 impl Kernel {
     fn slot_cache_exists(&self) -> bool {
-        self.generation() <= Generation::V6_12
+        self.generation().has_swap_slot_cache()
     }
 
     /// check_cache_active.

@@ -11,7 +11,6 @@
 use super::folio::{pg, FolioId, NIL};
 use super::swapfile::SWAP_HAS_CACHE;
 use super::Kernel;
-use crate::scenario::generation::Generation;
 use crate::scenario::knobs::PMD_ORDER;
 use crate::stats::{Memcg, Mthp, Vm};
 
@@ -78,7 +77,7 @@ impl Kernel {
         self.mem.clear(folio, pg::SWAPCACHE);
         self.mem.pages[folio as usize].private = 0;
         let range_free =
-            self.generation() >= Generation::V6_12 || nr == super::swapfile::SWAPFILE_CLUSTER;
+            self.generation().frees_mthp_swap_as_range() || nr == super::swapfile::SWAPFILE_CLUSTER;
         let now = self.clock_ns;
         let si = &mut self.swap[dev as usize];
         for s in off..off + nr {
@@ -165,14 +164,14 @@ impl Kernel {
             self.swap[dev as usize].content[(off + i) as usize] = c;
         }
         self.mem.clear(folio, pg::DIRTY);
-        if self.generation() >= Generation::V6_12 {
+        if self.generation().has_zeromap() {
             // zeromap: a wholly zero-filled folio is remembered, not written.
             let zero = self.folio_zero_scan(folio);
             for s in off..off + nr {
                 self.zeromap[dev as usize][s as usize] = zero;
             }
             if zero {
-                if self.generation() >= Generation::V6_18 {
+                if self.generation().counts_swap_zero_io() {
                     self.stat.count(Vm::SwpoutZero, nr as u64);
                 }
                 return true;
@@ -185,7 +184,7 @@ impl Kernel {
             self.stat.count(Vm::ThpSwpout, 1);
             self.memcgs[memcg].count(Memcg::ThpSwpout, 1);
         }
-        if self.generation() >= Generation::V6_10 {
+        if self.generation().counts_per_size_swpout() {
             self.stat.count_mthp(order, Mthp::Swpout);
         }
         let done_ns = self.swap_device_write(dev, off, nr);
@@ -242,10 +241,10 @@ impl Kernel {
             let c = self.swap[dev as usize].content[(off + i) as usize];
             self.mem.pages[(folio + i) as usize].content = c;
         }
-        if self.generation() >= Generation::V6_12 && self.zeromap[dev as usize][off as usize] {
+        if self.generation().has_zeromap() && self.zeromap[dev as usize][off as usize] {
             // swap_read_folio_zeromap: the folio is zero-filled in place, no I/O.
             self.charge_time(nr as u64 * self.hw.zero_page_ns);
-            if self.generation() >= Generation::V6_18 {
+            if self.generation().counts_swap_zero_io() {
                 self.stat.count(Vm::SwpinZero, nr as u64);
             }
             return;
