@@ -18,6 +18,8 @@ pub mod page_writeback;
 pub mod pagetable;
 pub mod readahead;
 pub mod rmap;
+pub mod swap_alloc;
+pub mod swap_cluster;
 pub mod swap_device;
 pub mod swap_slots;
 pub mod swap_state;
