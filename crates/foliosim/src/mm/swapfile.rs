@@ -73,7 +73,7 @@ pub struct SwapInfo {
     /// v6.12+: a partly freed cluster goes to nonfull of its order.
     order_lists: bool,
     /// The slot allocator of the device's kernel generation.
-    pub alloc: SwapAllocator,
+    pub allocator: SwapAllocator,
     nr_cpus: usize,
     /// Bounds of the free slots kept as the kernel keeps them (lowest_bit, highest_bit).
     pub(super) lowest_bit: u32,
@@ -148,7 +148,7 @@ impl SwapInfo {
             clusters: SwapClusters::new(nr_clusters),
             cluster_info,
             order_lists: gen.has_cluster_order_lists(),
-            alloc: SwapAllocator::for_device(gen, cluster_info, nr_cpus),
+            allocator: SwapAllocator::for_device(gen, cluster_info, nr_cpus),
             nr_cpus,
             lowest_bit: 1,
             highest_bit: max - 1,
@@ -212,7 +212,7 @@ impl SwapInfo {
     /// swapon does). The stream is derived from the run seed, so a run stays a function of
     /// (scenario, profile, seed).
     pub fn seed_scan(&mut self, seed: u64) {
-        self.alloc.seed(seed, self.highest_bit);
+        self.allocator.seed(seed, self.highest_bit);
     }
 
     pub fn nr_cpus(&self) -> usize {
@@ -420,15 +420,15 @@ impl SwapInfo {
         &mut self,
         f: impl FnOnce(&mut SwapAllocator, &mut SwapInfo) -> R,
     ) -> R {
-        let mut alloc = std::mem::replace(&mut self.alloc, SwapAllocator::Detached);
+        let mut alloc = std::mem::replace(&mut self.allocator, SwapAllocator::Detached);
         let r = f(&mut alloc, self);
-        self.alloc = alloc;
+        self.allocator = alloc;
         r
     }
 
     /// swap_alloc_fast (v6.18; None on earlier generations): this CPU's cached offset.
     pub fn alloc_fast(&mut self, cpu: usize, order: u32, ctx: &AllocCtx) -> Option<u32> {
-        self.alloc.begin();
+        self.allocator.begin();
         self.became_full = false;
         self.complete_discards(ctx.now_ns);
         self.with_allocator(|a, si| a.alloc_fast(si, cpu, order, ctx))
@@ -446,7 +446,7 @@ impl SwapInfo {
         out: &mut Vec<u32>,
     ) -> usize {
         let start_len = out.len();
-        self.alloc.begin();
+        self.allocator.begin();
         self.became_full = false;
         self.complete_discards(ctx.now_ns);
         if order > PMD_ORDER || (order > 0 && (!self.blkdev() || !self.has_clusters())) {
@@ -460,7 +460,7 @@ impl SwapInfo {
     /// (v6.18: fast path, slow path, then the order-0 synchronous discard). Returns the first
     /// offset. An allocation that had to wait for discards sets `waited_until_ns`.
     pub fn alloc_with(&mut self, cpu: usize, order: u32, ctx: &AllocCtx) -> Option<u32> {
-        let fast = self.alloc.has_alloc_fast();
+        let fast = self.allocator.has_alloc_fast();
         loop {
             if fast {
                 if let Some(off) = self.alloc_fast(cpu, order, ctx) {
@@ -648,11 +648,11 @@ impl Kernel {
         let waited = std::mem::take(&mut self.swap[d].waited_until_ns);
         self.clock_ns = self.clock_ns.max(waited);
         // v6.18: the scan made this device the CPU's cached `si` for the order.
-        if self.swap[d].alloc.take_percpu_scanned() {
+        if self.swap[d].allocator.take_percpu_scanned() {
             for (e, si) in self.swap.iter_mut().enumerate() {
                 if e != d {
                     let c = cpu % si.nr_cpus();
-                    si.alloc.forget_cpu_cluster(c, order);
+                    si.allocator.forget_cpu_cluster(c, order);
                 }
             }
         }
@@ -668,7 +668,7 @@ impl Kernel {
             let cpu = self.current_cpu as usize;
             let cached = (0..self.swap.len()).find(|&d| {
                 let si = &self.swap[d];
-                si.alloc.has_cpu_cluster(cpu % si.nr_cpus(), order)
+                si.allocator.has_cpu_cluster(cpu % si.nr_cpus(), order)
             });
             if let Some(dev) = cached {
                 if self.alloc_on(dev as u32, order, 1, swap_full, false, true) > 0 {
@@ -857,7 +857,7 @@ priority = 5
         assert_eq!(k.swap[0].swap_map[x as usize], SWAP_HAS_CACHE);
         assert_eq!(k.swap[0].inuse_pages, 64);
         // Point the CPU's cursor at the freed slot: the scan passes over it.
-        *k.swap[0].alloc.cpu_next_mut(0, 0) = x;
+        *k.swap[0].allocator.cpu_next_mut(0, 0) = x;
         let (_, y) = k.get_swap_pages(0).unwrap();
         assert_ne!(y, x, "a slot held by the slot cache is not reusable");
         // Use slots until fewer than 128 are free: the cache turns off and drains.
@@ -887,7 +887,7 @@ priority = 5
         // round-robin moved on to the other device, which becomes the cached one.
         assert_eq!(k.get_swap_pages(4), Some((1, 512)));
         assert_eq!(k.get_swap_pages(4), Some((1, 528)));
-        assert_eq!(*k.swap[0].alloc.cpu_next_mut(0, 4), NONE);
+        assert_eq!(*k.swap[0].allocator.cpu_next_mut(0, 4), NONE);
     }
 
     #[test]

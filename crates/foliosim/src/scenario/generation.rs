@@ -63,7 +63,7 @@ impl Generation {
     }
 
     /// v6.15: folio_alloc_swap tries a per-CPU {device, offset} cache first (swap_alloc_fast),
-    /// and the slow path isolates each cluster it scans, then relocates it.
+    /// over v6.14's slow path that isolates each cluster it scans, then relocates it.
     pub fn has_swap_alloc_fast(self) -> bool {
         self >= Generation::V6_18
     }

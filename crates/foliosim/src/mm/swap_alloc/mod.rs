@@ -411,7 +411,7 @@ mod tests {
             while si.clusters[0].count < 512 {
                 si.alloc(0, 0, false, 0).unwrap();
             }
-            *si.alloc.cpu_next_mut(0, 0) = crate::mm::swap_cluster::NONE;
+            *si.allocator.cpu_next_mut(0, 0) = crate::mm::swap_cluster::NONE;
             assert_eq!(si.alloc(0, 0, false, 0), Some(528), "{gen:?}");
             assert_eq!(si.clusters[1].order, 4);
             assert_eq!(si.alloc(0, 4, false, 0), Some(544), "{gen:?}");

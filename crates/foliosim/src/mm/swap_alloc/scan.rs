@@ -482,7 +482,7 @@ mod tests {
     use proptest::prelude::*;
 
     fn scan(si: &mut SwapInfo) -> &mut ScanAllocator {
-        match &mut si.alloc {
+        match &mut si.allocator {
             SwapAllocator::Scan(a) => a,
             _ => panic!("not the scan allocator"),
         }

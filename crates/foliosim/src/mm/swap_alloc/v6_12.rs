@@ -281,13 +281,13 @@ mod tests {
         // Clusters 1, 2 and 3 serve orders 2, 3 and 2; no free cluster is left.
         assert_eq!(si.alloc(0, 2, false, 0).map(|o| o / 512), Some(1));
         assert_eq!(si.alloc(0, 3, false, 0).map(|o| o / 512), Some(2));
-        *si.alloc.cpu_next_mut(0, 2) = NONE;
+        *si.allocator.cpu_next_mut(0, 2) = NONE;
         assert_eq!(si.alloc(0, 2, false, 0).map(|o| o / 512), Some(3));
         // Fill cluster 0 (the header's) so that order 0 must steal.
         while si.clusters[0].count < 512 {
             si.alloc(0, 0, false, 0).unwrap();
         }
-        *si.alloc.cpu_next_mut(0, 0) = NONE;
+        *si.allocator.cpu_next_mut(0, 0) = NONE;
         si.clusters.list_add_tail(3, list_frag(2));
         si.clusters.list_add_tail(2, list_frag(3));
         // frag[2] (cluster 3) before nonfull[2] (cluster 1) and anything of order 3.
@@ -301,7 +301,7 @@ mod tests {
         while si.clusters[0].count < 512 || si.list_len(LIST_FREE) > 0 {
             si.alloc(0, 0, false, 0).unwrap();
         }
-        *si.alloc.cpu_next_mut(0, 0) = NONE;
+        *si.allocator.cpu_next_mut(0, 0) = NONE;
         si.clusters.list_add_tail(2, list_frag(3));
         assert_eq!(si.alloc(0, 0, false, 0).map(|o| o / 512), Some(1));
     }
@@ -358,7 +358,7 @@ mod tests {
             free_one(&mut si, 1);
             si.swap_map[700] = SWAP_HAS_CACHE;
             si.cache[700] = 5;
-            *si.alloc.cpu_next_mut(0, 0) = NONE;
+            *si.allocator.cpu_next_mut(0, 0) = NONE;
             let ctx = reclaim_ctx(swap_full, false);
             // No free cluster: with swap full, the head of the full list is reclaimed first.
             assert_eq!(si.alloc_with(0, 0, &ctx), Some(1));

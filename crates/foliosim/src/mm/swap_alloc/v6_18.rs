@@ -328,7 +328,7 @@ mod tests {
         si.free_slots_range(528, 16, 0);
         assert_eq!(si.clusters[1].list, LIST_FREE);
         // Full -> nonfull on a free.
-        *si.alloc.cpu_next_mut(0, 4) = NONE;
+        *si.allocator.cpu_next_mut(0, 4) = NONE;
         let b = si.alloc(0, 4, false, 0).unwrap();
         for _ in 1..32 {
             si.alloc(0, 4, false, 0).unwrap();
@@ -338,7 +338,7 @@ mod tests {
         si.free_slots_range(b + 64, 16, 0);
         assert_eq!(si.clusters[bi].list, list_nonfull(4));
         // The slow path takes nonfull[4] before a free cluster.
-        *si.alloc.cpu_next_mut(0, 4) = NONE;
+        *si.allocator.cpu_next_mut(0, 4) = NONE;
         assert_eq!(si.alloc(0, 4, false, 0), Some(b + 64));
         // With discard it takes a free cluster first, to spread the writes.
         let mut d = SwapInfo::with_discard(
@@ -354,7 +354,7 @@ mod tests {
         d.alloc(0, 4, false, 0).unwrap();
         d.free_slots_range(x, 16, 0);
         assert_eq!(d.clusters[1].list, list_nonfull(4));
-        *d.alloc.cpu_next_mut(0, 4) = NONE;
+        *d.allocator.cpu_next_mut(0, 4) = NONE;
         assert_eq!(d.alloc(0, 4, false, 0).map(|o| o / 512), Some(2));
     }
 
@@ -364,7 +364,7 @@ mod tests {
         assert_eq!(si.alloc(0, 4, false, 0), Some(512));
         // Cluster 1 is emptied and taken by order 2: the order-4 cursor may not use it.
         si.free_slots_range(512, 16, 0);
-        *si.alloc.cpu_next_mut(0, 2) = 512;
+        *si.allocator.cpu_next_mut(0, 2) = 512;
         assert_eq!(si.alloc(0, 2, false, 0), Some(512));
         assert_eq!(si.clusters[1].order, 2);
         assert_eq!(si.alloc(0, 4, false, 0).map(|o| o / 512), Some(2));
@@ -376,7 +376,7 @@ mod tests {
         assert_eq!(si.alloc(0, 4, false, 0), Some(512));
         // One device-wide cursor, whatever the CPU.
         assert_eq!(si.alloc(1, 4, false, 0), Some(528));
-        assert_eq!(*si.alloc.cpu_next_mut(1, 4), NONE);
+        assert_eq!(*si.allocator.cpu_next_mut(1, 4), NONE);
         let mut old = SwapInfo::new("h", SwapKind::Hdd, -2, 8 * MIB, 2, Generation::V6_12);
         assert_eq!(old.alloc(0, 4, false, 0), None);
     }
