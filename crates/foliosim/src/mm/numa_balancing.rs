@@ -19,8 +19,8 @@
 use super::folio::{pg, FolioId};
 use super::migrate::MigrateReason;
 use super::pagetable::{self as pt};
+use super::vmstat::Vm;
 use super::Kernel;
-use crate::stats::Vm;
 
 pub const NUMA_BALANCING_NORMAL: u32 = 1;
 pub const NUMA_BALANCING_MEMORY_TIERING: u32 = 2;
