@@ -31,7 +31,7 @@ impl Kernel {
         }
         if partially_mapped {
             let newly = !self.mem.test(folio, pg::DEFERRED);
-            let per_size = self.generation() >= Generation::V6_12;
+            let per_size = self.generation().counts_per_size_split();
             if newly || !per_size {
                 if order as usize == PMD_ORDER {
                     self.stat.count(Vm::ThpDeferredSplitPage, 1);
@@ -284,7 +284,7 @@ impl Kernel {
         self.charge_time(
             nr as u64 * self.hw.split_subpage_ns + pte_updates * self.hw.pte_update_ns,
         );
-        if self.generation() >= Generation::V6_12 {
+        if self.generation().counts_per_size_split() {
             self.stat.count_mthp(order, Mthp::SplitCount);
             if order as usize == PMD_ORDER {
                 self.stat.count(Vm::ThpSplitPage, 1);
