@@ -431,10 +431,7 @@ impl Kernel {
         let idx = (vpn - self.mms[mm as usize].vmas[vi].start) as usize;
         let old_page = pt::pfn(pte);
         let old = self.mem.head_of(old_page);
-        if self.spec.profile.migrc {
-            // MIGRC gives up when a read-only PTE may become writable.
-            self.migrc_flush_free_folios();
-        }
+        self.migrc_hook_wp_fault();
         let file = self.folio_is_file_lru(old);
         if file && pte & pt::PMD != 0 {
             // wp_huge_pmd in a file VMA: COW and write-notify work on PTEs, so the PMD goes

@@ -2,6 +2,7 @@
 //! of this module add its mechanisms, each named after the kernel file it models.
 
 pub mod contpte;
+pub mod features;
 pub mod filemap;
 pub mod folio;
 pub mod huge_memory;
