@@ -174,3 +174,64 @@ impl Kernel {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::mm::folio::content;
+    use crate::mm::numa_balancing::tests::{boot, demote, pte, written_pages};
+    use crate::mm::pagetable as pt;
+    use crate::mm::vmstat::Vm;
+
+    #[test]
+    fn migrc_keeps_clean_read_only_sources_until_a_later_flush_covers_them() {
+        let (mut k, _, mm) = boot("v6.9+migrc");
+        let vpn = written_pages(&mut k, mm, 2);
+        let vi = k.mms[mm as usize].find_vma(vpn).unwrap();
+        let start = k.mms[mm as usize].vmas[vi].start;
+        let idx = (vpn - start) as usize;
+        // A clean, read-only mapping (as a hint-fault migration leaves it).
+        k.mms[mm as usize].vmas[vi].ptes[idx] &= !(pt::WRITE | pt::DIRTY);
+        let free_before = k.zones[0].nr_free_pages();
+        assert_eq!(demote(&mut k, mm, vpn), 1);
+        assert_eq!(k.stat.get(Vm::NrTlbRemoteFlush), 0, "the flush is deferred");
+        assert_eq!(k.migrc.folios.len(), 1);
+        assert_eq!(k.zones[0].migrc_pending_nr, 1);
+        // The source stays allocated, but counts as free for watermarks.
+        assert_eq!(k.zones[0].nr_free_pages(), free_before);
+        // A dirty page's demotion flushes now, and that flush retires the kept source.
+        assert_eq!(demote(&mut k, mm, vpn + 1), 1);
+        assert_eq!(k.stat.get(Vm::NrTlbRemoteFlush), 1);
+        assert!(k.migrc.folios.is_empty());
+        assert_eq!(k.zones[0].migrc_pending_nr, 0);
+        assert_eq!(k.zones[0].nr_free_pages(), free_before + 2);
+    }
+
+    #[test]
+    fn migrc_does_not_defer_when_migration_keeps_the_dirty_bit() {
+        let (mut k, _, mm) = boot("v6.9+migrc");
+        let vpn = written_pages(&mut k, mm, 1);
+        // Written: dirty and writable. Not a MIGRC candidate.
+        assert_eq!(demote(&mut k, mm, vpn), 1);
+        assert_eq!(k.stat.get(Vm::NrTlbRemoteFlush), 1);
+        assert!(k.migrc.folios.is_empty());
+        // With swap_migration_ad_supported the copy's PTE stays dirty (and writable here).
+        let p = pte(&k, mm, vpn);
+        assert!(p & pt::DIRTY != 0 && p & pt::WRITE != 0);
+    }
+
+    #[test]
+    fn write_protect_fault_forces_migrc_flush() {
+        let (mut k, _, mm) = boot("v6.9+migrc");
+        let vpn = written_pages(&mut k, mm, 2);
+        let vi = k.mms[mm as usize].find_vma(vpn).unwrap();
+        let idx = (vpn - k.mms[mm as usize].vmas[vi].start) as usize;
+        k.mms[mm as usize].vmas[vi].ptes[idx] &= !(pt::WRITE | pt::DIRTY);
+        k.mms[mm as usize].vmas[vi].ptes[idx + 1] &= !pt::WRITE;
+        demote(&mut k, mm, vpn);
+        assert_eq!(k.migrc.folios.len(), 1);
+        // Writing a read-only page takes do_wp_page, which gives MIGRC's pending flush up.
+        k.touch(mm, vpn + 1, true, content::DATA_DEFAULT).unwrap();
+        assert!(k.migrc.folios.is_empty());
+        assert_eq!(k.stat.get(Vm::NrTlbRemoteFlush), 1);
+    }
+}
