@@ -260,7 +260,7 @@ impl Kernel {
         }
         let dropped = if swap.is_some() {
             Vec::new()
-        } else if self.generation().keeps_zero_page_on_split() {
+        } else if self.generation().remaps_zero_subpages_on_split() {
             self.drop_zero_subpages(folio, nr, &mappings, pt::ZERO_PAGE, !on_lru)
                 .0
         } else {

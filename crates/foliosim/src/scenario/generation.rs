@@ -49,9 +49,9 @@ impl Generation {
         self >= Generation::V6_12
     }
 
-    /// v6.12 (remap unused subpages to the shared zero page): a split of an anonymous folio
-    /// drops its zero-filled subpages; before, they stayed as pages.
-    pub fn keeps_zero_page_on_split(self) -> bool {
+    /// v6.12 (remap unused subpages to the shared zero page): a split of an anonymous folio maps
+    /// its zero-filled subpages to the zero page and frees them; before, they stayed as pages.
+    pub fn remaps_zero_subpages_on_split(self) -> bool {
         self >= Generation::V6_12
     }
 
