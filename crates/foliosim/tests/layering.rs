@@ -1,6 +1,6 @@
-//! The layers of ../../shared/DESIGN.md (docs/architecture.md), checked on the source text: each
-//! layer names only the layers below it, and mm/ never compares kernel generations (it asks a
-//! named predicate of `Generation`, scenario/generation.rs).
+//! The layers of the architecture (DESIGN.md, "Layout"; docs/architecture.md), checked on the
+//! source text: each layer names only the layers below it, and mm/ never compares kernel
+//! generations (it asks a named predicate of `Generation`, scenario/generation.rs).
 //!
 //! The check reads the files under src/ with std::fs and looks at their code only: comments,
 //! string and char literals, and items under `#[cfg(test)]` (unit tests may set up with any
