@@ -13,8 +13,8 @@
 use crate::mm::folio::{pg, NIL};
 use crate::mm::pagetable as pt;
 use crate::mm::swapfile::SWAP_HAS_CACHE;
+use crate::mm::vmstat::Vm;
 use crate::mm::Kernel;
-use crate::stats::Vm;
 
 pub fn check(k: &Kernel) -> Vec<String> {
     let mut out = Vec::new();

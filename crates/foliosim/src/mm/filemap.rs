@@ -1,5 +1,5 @@
-//! Files and the page cache: the buffered read path, folio_mark_accessed, and RFC v3's
-//! promotion of unmapped page-cache folios (`+pagecache_promotion`).
+//! Files and the page cache: the buffered read path and folio_mark_accessed (whose promotion of
+//! unmapped page-cache folios, `+pagecache_promotion`, is in mm/features/pagecache_promotion.rs).
 //!
 //! Models mm/filemap.c (v6.10–v6.18): filemap_read in read() calls of the buffer's size
 //! (filemap_get_pages with the sync readahead on a miss and the async one on a PG_readahead
@@ -7,11 +7,8 @@
 //! not again for the first folio of a call when the previous call ended inside it
 //! (pos_same_folio), copy_folio_to_iter), filemap_add_folio onto the inactive file LRU, and
 //! __filemap_remove_folio when reclaim frees a clean folio. mm/swap.c folio_mark_accessed on the
-//! classic LRU (referenced, then activated, then with the RFC a promotion candidate). Gregory
-//! Price's "Promotion of Unmapped Page Cache Folios" RFC v3 (2025-01-06, unmerged; spec
-//! tiering.md §D): promotion_candidate, the per-task list capped at promote_rate_limit pages
-//! (the knob `pagecache_promotion_task_cap=0` removes the cap, as v2 had none), the task work on
-//! return to user mode, and migrate_misplaced_folio_batch. The buffered write path
+//! classic LRU (referenced, then activated, then with `+pagecache_promotion` a promotion
+//! candidate). The buffered write path
 //! (generic_perform_write / iomap_write_iter, v6.12+): balance_dirty_pages_ratelimited before
 //! each folio, write_begin's __filemap_get_folio(FGP_WRITEBEGIN | fgf_set_order(len)) with a
 //! read of the pages a new folio gets only in part, the copy from user, folio_mark_dirty
@@ -35,17 +32,15 @@
 //! Left out: file growth (writes stop at the file's size), per-block uptodate state (a folio is
 //! read and written whole), truncation, VM_RAND_READ / VM_SEQ_READ advice, the v6.16 VM_EXEC
 //! read-around (exec_folio_order), shadow entries and workingset refault detection (so
-//! mmap_miss counts every page seen), the per-CPU lru_add batches, PG_idle, and MGLRU: the RFC
-//! v3 hook is in the classic-LRU branch only (v4 added one to lru_gen_inc_refs, not modelled).
+//! mmap_miss counts every page seen), the per-CPU lru_add batches, PG_idle, and MGLRU.
 //! File folios are told from anonymous ones by PG_swapbacked; their `mapping` holds the file id
 //! where an anonymous folio holds its anon_vma.
 
 use super::folio::{content, pg, FolioId, NIL};
 use super::memory::{Gfp, Killed};
-use super::migrate::MigrateReason;
 use super::readahead::FileRaState;
+use super::vmstat::Vm;
 use super::{Kernel, PAGE_SIZE};
-use crate::stats::Vm;
 
 pub type FileId = u32;
 
@@ -394,8 +389,8 @@ impl Kernel {
     }
 
     /// folio_mark_accessed on the classic LRU (mm/swap.c): inactive,unreferenced ->
-    /// inactive,referenced -> active,unreferenced -> active,referenced; with the RFC, a folio
-    /// that is active and referenced already, on the LRU, is a promotion candidate.
+    /// inactive,referenced -> active,unreferenced -> active,referenced; then the hook of
+    /// `+pagecache_promotion`.
     pub fn folio_mark_accessed(&mut self, folio: FolioId) {
         if !self.mem.test(folio, pg::REFERENCED) {
             self.mem.set(folio, pg::REFERENCED);
@@ -409,12 +404,8 @@ impl Kernel {
                     .count(Vm::Pgactivate, self.mem.nr_pages(folio) as u64);
             }
             self.mem.clear(folio, pg::REFERENCED);
-        } else if self.spec.profile.pagecache_promotion
-            && self.mem.test(folio, pg::LRU)
-            && self.numa_tiering()
-            && self.spec.knobs.pagecache_promotion_enabled
-        {
-            self.promotion_candidate(folio);
+        } else {
+            self.pagecache_promotion_hook_mark_accessed(folio);
         }
     }
 }
@@ -582,7 +573,7 @@ impl Kernel {
                 // No folio in the page cache at all: a major fault.
                 self.stat.count(Vm::Pgmajfault, 1);
                 let memcg = self.mms[mm as usize].memcg as usize;
-                self.memcgs[memcg].count(crate::stats::Memcg::Pgmajfault, 1);
+                self.memcgs[memcg].count(super::vmstat::Memcg::Pgmajfault, 1);
                 self.do_sync_mmap_readahead(file, &mut ra, index, flags);
                 folio = self.files[file as usize].cache[index as usize];
                 if folio == NIL {
@@ -726,81 +717,6 @@ impl Kernel {
             vf.ra.mmap_miss = vf.ra.mmap_miss.saturating_sub(seen);
         }
         mapped_fault
-    }
-}
-
-/// `+pagecache_promotion` (RFC v3).
-impl Kernel {
-    /// promotion_candidate: a referenced, active folio on a lower tier, read by a user task,
-    /// goes through the NUMA-balancing checks and, if they pass, is isolated onto the task's
-    /// promotion list.
-    pub fn promotion_candidate(&mut self, folio: FolioId) {
-        let nid = self.pfn_node(folio);
-        let t = self.current as usize;
-        if self.memory_tiers.node_is_toptier(nid) || !self.tasks[t].is_user() {
-            return;
-        }
-        // The cap compares pages with the rate limit's MB/s value, as the RFC does.
-        let cap = self.spec.knobs.promote_rate_limit_mbps;
-        if self.spec.knobs.pagecache_promotion_task_cap && self.tasks[t].promo_count >= cap {
-            return;
-        }
-        // numa_migrate_check(folio, NULL, ...): page-cache hint, task policy (local).
-        let this_node = self.task_node();
-        self.stat.count(Vm::NumaHintPageCache, 1);
-        if nid == this_node {
-            self.stat.count(Vm::NumaHintPageCacheLocal, 1);
-            return;
-        }
-        if !self.should_promote(folio, this_node) {
-            return;
-        }
-        // migrate_misplaced_folio_prepare(folio, NULL, nid).
-        let nr = self.mem.nr_pages(folio) as u64;
-        if self.mem.test(folio, pg::DIRTY) {
-            return;
-        }
-        let z = &self.zones[this_node as usize];
-        if !z.watermark_ok(0, z.wmark_high + nr) {
-            self.wakeup_kswapd(this_node);
-            return;
-        }
-        if !self.mem.test(folio, pg::LRU) {
-            return;
-        }
-        self.lruvec_del_folio(folio);
-        self.charge_time(self.hw.lru_op_ns);
-        // task_work_add(TWA_RESUME) on the first; list_add_tail keeps file order.
-        let task = &mut self.tasks[t];
-        task.promo_list.push(folio);
-        task.promo_count += nr;
-    }
-
-    /// task_numa_promotion_work, on return to user mode: migrates the task's list to its node.
-    pub fn task_numa_promotion_work(&mut self, t: u32) {
-        let task = &mut self.tasks[t as usize];
-        task.promo_count = 0;
-        if task.promo_list.is_empty() {
-            return;
-        }
-        let list = std::mem::take(&mut task.promo_list);
-        let node = self.task_node();
-        self.migrate_misplaced_folio_batch(list, node);
-    }
-
-    /// migrate_misplaced_folio_batch: migrate_pages(MR_NUMA_MISPLACED) of an isolated list;
-    /// what did not move goes back to the LRU. Returns the pages moved.
-    pub fn migrate_misplaced_folio_batch(&mut self, mut list: Vec<FolioId>, node: u32) -> u64 {
-        let moved = self.migrate_pages(&mut list, node, MigrateReason::NumaMisplaced);
-        for f in list {
-            self.folio_add_lru(f);
-        }
-        if moved > 0 {
-            self.stat.count(Vm::NumaPagesMigrated, moved);
-            // Counted whatever the tiers, as the RFC does.
-            self.stat.count(Vm::PgpromoteSuccess, moved);
-        }
-        moved
     }
 }
 

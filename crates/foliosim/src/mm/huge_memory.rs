@@ -7,15 +7,15 @@
 //! thp_split_page counts every large folio before v6.12 and only PMD-sized ones from v6.12, when
 //! the per-size `split` counter took over. Left out: splitting to non-zero orders, file folios,
 //! and the deferred-split shrinker. Zero-filled subpages: from v6.12 they map the shared zero
-//! page after any split of an anonymous folio; with `+thp_zero_split` (the 2021 series) an
-//! isolated THP's are unmapped and freed. Folios in the swap cache keep all their subpages here.
+//! page after any split of an anonymous folio; with `+thp_zero_split` (the 2021 series, in
+//! mm/features/thp_zero_split.rs) an isolated THP's are unmapped and freed. Folios in the swap
+//! cache keep all their subpages here.
 
 use super::folio::{pg, FolioId};
 use super::pagetable::{self as pt};
+use super::vmstat::{Mthp, Vm};
 use super::Kernel;
-use crate::scenario::generation::Generation;
 use crate::scenario::knobs::PMD_ORDER;
-use crate::stats::{Mthp, Vm};
 
 /// Flags a subpage inherits from the head when a folio is split.
 const INHERITED: u16 = pg::SWAPBACKED | pg::DIRTY | pg::ACTIVE | pg::REFERENCED | pg::SWAPCACHE;
@@ -31,7 +31,7 @@ impl Kernel {
         }
         if partially_mapped {
             let newly = !self.mem.test(folio, pg::DEFERRED);
-            let per_size = self.generation() >= Generation::V6_12;
+            let per_size = self.generation().counts_per_size_split();
             if newly || !per_size {
                 if order as usize == PMD_ORDER {
                     self.stat.count(Vm::ThpDeferredSplitPage, 1);
@@ -132,21 +132,22 @@ impl Kernel {
         }
     }
 
-    /// Zero-filled subpages after a split: v6.12 maps them to the shared zero page
-    /// (remap_page with RMP_USE_SHARED_ZEROPAGE); +thp_zero_split (Yu Zhao, 2021) leaves them
-    /// unmapped (try_to_unmap_clean). Either way a subpage nothing maps any more is freed; the head
-    /// too when the split folio was not isolated (its caller's reference was the last). Returns
-    /// the indices of the freed pages.
-    fn drop_zero_subpages(
+    /// Zero-filled subpages after a split: each PTE that maps one becomes `replacement` (v6.12:
+    /// the shared zero page, remap_page with RMP_USE_SHARED_ZEROPAGE; +thp_zero_split: none,
+    /// its try_to_unmap_clean). A subpage nothing maps any more is freed; the head too when the
+    /// split folio was not isolated (its caller's reference was the last). Returns the indices of
+    /// the freed pages and the number of PTEs replaced.
+    pub(in crate::mm) fn drop_zero_subpages(
         &mut self,
         head: FolioId,
         nr: u32,
         mappings: &[(u32, usize)],
-        zero_page: bool,
+        replacement: pt::Pte,
         isolated: bool,
-    ) -> Vec<u32> {
+    ) -> (Vec<u32>, u64) {
         let index = self.mem.index(head);
         let mut freed = Vec::new();
+        let mut replaced = 0;
         for i in 0..nr {
             let page = head + i;
             if !self.page_is_zero(page) {
@@ -162,27 +163,18 @@ impl Kernel {
                     continue;
                 };
                 if pt::is_present(v.ptes[slot]) && pt::pfn(v.ptes[slot]) == page {
-                    v.ptes[slot] = if zero_page {
-                        pt::ZERO_PAGE
-                    } else {
-                        pt::PTE_NONE
-                    };
+                    v.ptes[slot] = replacement;
                     self.mms[mm as usize].rss_anon -= 1;
                     self.mem.add_mapcount(page, -1);
-                    if !zero_page {
-                        self.stat.count(Vm::ThpSplitUnmap, 1);
-                    }
+                    replaced += 1;
                 }
             }
             if (i > 0 || !isolated) && self.mem.mapcount(page) == 0 {
                 self.free_folio(page);
-                if !zero_page {
-                    self.stat.count(Vm::ThpSplitFree, 1);
-                }
                 freed.push(i);
             }
         }
-        freed
+        (freed, replaced)
     }
 
     /// Splits `folio` into order-0 folios. When the folio is isolated (not on an LRU list) the new
@@ -266,13 +258,14 @@ impl Kernel {
                 self.set_folio_swap_entry(page, dev, off + i);
             }
         }
-        let zero_page = self.generation() >= Generation::V6_12;
-        let dropped =
-            if swap.is_none() && (zero_page || (!on_lru && self.spec.profile.thp_zero_split)) {
-                self.drop_zero_subpages(folio, nr, &mappings, zero_page, !on_lru)
-            } else {
-                Vec::new()
-            };
+        let dropped = if swap.is_some() {
+            Vec::new()
+        } else if self.generation().remaps_zero_subpages_on_split() {
+            self.drop_zero_subpages(folio, nr, &mappings, pt::ZERO_PAGE, !on_lru)
+                .0
+        } else {
+            self.thp_zero_split_hook_split(folio, nr, &mappings, on_lru)
+        };
         if on_lru {
             // The head goes back first so the tails follow it, as lru_add_split_folio does.
             for i in (0..nr).filter(|i| !dropped.contains(i)) {
@@ -284,7 +277,7 @@ impl Kernel {
         self.charge_time(
             nr as u64 * self.hw.split_subpage_ns + pte_updates * self.hw.pte_update_ns,
         );
-        if self.generation() >= Generation::V6_12 {
+        if self.generation().counts_per_size_split() {
             self.stat.count_mthp(order, Mthp::SplitCount);
             if order as usize == PMD_ORDER {
                 self.stat.count(Vm::ThpSplitPage, 1);

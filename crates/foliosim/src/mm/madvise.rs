@@ -11,7 +11,6 @@
 use super::folio::{pg, FolioId};
 use super::pagetable::{self as pt};
 use super::Kernel;
-use crate::scenario::generation::Generation;
 
 impl Kernel {
     pub fn madvise_cold_or_pageout(
@@ -42,8 +41,8 @@ impl Kernel {
                 let whole = first >= from
                     && first + nr <= to
                     && self.folio_pte_batch(mm, vi, first, first + nr, folio) == nr;
-                let keep_whole =
-                    whole && (pte & pt::PMD != 0 || self.generation() >= Generation::V6_10);
+                let keep_whole = whole
+                    && (pte & pt::PMD != 0 || self.generation().madv_pageout_large_folio_whole());
                 if !keep_whole {
                     if self.mem.mapcount(folio) > nr || self.mem.test(folio, pg::SWAPCACHE) {
                         i += 1;
@@ -69,7 +68,7 @@ impl Kernel {
                     list.push(folio);
                 } else {
                     self.mem.clear(folio, pg::ACTIVE | pg::REFERENCED);
-                    self.stat.count(crate::stats::Vm::Pgdeactivate, nr as u64);
+                    self.stat.count(super::vmstat::Vm::Pgdeactivate, nr as u64);
                     self.folio_add_lru(folio);
                 }
             }

@@ -16,10 +16,9 @@
 use super::folio::FolioId;
 use super::memory::Gfp;
 use super::vmscan::MAX_RECLAIM_RETRIES;
+use super::vmstat::Memcg;
 use super::Kernel;
-use crate::scenario::generation::Generation;
 use crate::scenario::RunSpec;
-use crate::stats::Memcg;
 
 const PAGE_ALLOC_COSTLY_ORDER: u32 = 3;
 /// Pages one page-counter charge takes at once for the stock (64 since v6.1).
@@ -92,7 +91,7 @@ pub fn build(spec: &RunSpec) -> Vec<MemCgroup> {
 
 /// One empty stock per CPU, with the generation's number of slots.
 pub fn build_stocks(spec: &RunSpec, nr_cpus: usize) -> Vec<MemcgStock> {
-    let slots = if spec.profile.generation >= Generation::V6_18 {
+    let slots = if spec.profile.generation.has_multi_memcg_stock() {
         NR_MEMCG_STOCK
     } else {
         1

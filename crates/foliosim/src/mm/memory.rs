@@ -19,10 +19,9 @@
 use super::folio::{content, pg, FolioId};
 use super::pagetable::{self as pt};
 use super::vma::{HPAGE_PMD_NR, VM_HUGEPAGE, VM_NOHUGEPAGE, VM_SHARED};
+use super::vmstat::{Memcg, Mthp, Vm};
 use super::Kernel;
-use crate::scenario::generation::Generation;
 use crate::scenario::knobs::{ThpDefrag, ThpEnabled, PMD_ORDER};
-use crate::stats::{Memcg, Mthp, Vm};
 
 /// The task was chosen by the OOM killer while faulting.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -223,7 +222,9 @@ impl Kernel {
                 self.stat.count(Vm::ThpFaultAlloc, 1);
             }
             self.map_new_anon_folio(mm, vi, base, pfn, is_pmd);
-            if is_pmd && self.generation() >= Generation::V6_12 && self.spec.knobs.shrink_underused
+            if is_pmd
+                && self.generation().has_thp_underused_shrinker()
+                && self.spec.knobs.shrink_underused
             {
                 // Queued at fault so that the underused-THP shrinker can look at it.
                 self.deferred_split_folio(pfn, false);
@@ -310,7 +311,7 @@ impl Kernel {
                 self.memcgs[memcg as usize].count(Memcg::Pgmajfault, 1);
                 let bypass = self.swap[dev as usize].synchronous()
                     && self.swap[dev as usize].swap_count(off) == 1;
-                let mut order = if bypass && self.generation() >= Generation::V6_12 {
+                let mut order = if bypass && self.generation().swaps_in_large_folios() {
                     self.swap_folio_order(mm, vi, vpn, dev, off)
                 } else {
                     0
@@ -339,7 +340,7 @@ impl Kernel {
                         return Err(Killed);
                     }
                     // Per-size swap-in fallback counters came after v6.12.
-                    if self.generation() >= Generation::V6_18 {
+                    if self.generation().counts_mthp_swpin_fallback() {
                         self.stat.count_mthp(order, Mthp::SwpinFallback);
                         if charge_failed {
                             self.stat.count_mthp(order, Mthp::SwpinFallbackCharge);
@@ -430,10 +431,7 @@ impl Kernel {
         let idx = (vpn - self.mms[mm as usize].vmas[vi].start) as usize;
         let old_page = pt::pfn(pte);
         let old = self.mem.head_of(old_page);
-        if self.spec.profile.migrc {
-            // MIGRC gives up when a read-only PTE may become writable.
-            self.migrc_flush_free_folios();
-        }
+        self.migrc_hook_wp_fault();
         let file = self.folio_is_file_lru(old);
         if file && pte & pt::PMD != 0 {
             // wp_huge_pmd in a file VMA: COW and write-notify work on PTEs, so the PMD goes

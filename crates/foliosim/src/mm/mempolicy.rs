@@ -34,8 +34,8 @@ use super::folio::{pg, Pfn};
 use super::memory::Gfp;
 use super::migrate::MigrateReason;
 use super::pagetable as pt;
+use super::vmstat::Vm;
 use super::Kernel;
-use crate::stats::Vm;
 
 /// A set of nodes (`nodemask_t`): bit n is node n. Machines have at most 64 nodes here.
 pub type Nodemask = u64;

@@ -1,4 +1,5 @@
-//! Page migration between nodes, and MIGRC (the deferred TLB flush of migrated read-only folios).
+//! Page migration between nodes. `+migrc` (the deferred TLB flush of migrated read-only folios)
+//! is in mm/features/migrc.rs; the `migrc_hook_*` calls here are where it acts.
 //!
 //! Models mm/migrate.c (v6.7–v6.18) for MIGRATE_ASYNC, the mode of promotion and demotion:
 //! migrate_pages cutting the list into batches of NR_MAX_BATCHED_MIGRATION (512) base pages,
@@ -7,21 +8,16 @@
 //! counters pgmigrate_success/fail and thp_migration_*. A new PTE is writable only if the old one
 //! was; it keeps the young and dirty bits only when the migration entry can carry them
 //! (swap_migration_ad_supported), else it starts old and clean.
-//! `+migrc` adds Byungchul Park's v8 series (2024-02, unmerged, on v6.7): order-0 folios whose
-//! deferred PTEs were all clean and read-only go to a pending batch; their sources stay allocated
-//! (counted as free for watermarks) until some later flush has covered every pending CPU, or a
-//! write-protect fault, a failed watermark or the allocator's slow path forces the flush.
 //! Dirty page-cache folios fail as busy (fallback_migrate_folio in async mode), as do folios
 //! under writeback. Left out: sync modes and their retries (the simulator migrates a batch
 //! atomically, so the -EAGAIN passes never happen), migration of swap-cache and hugetlb
 //! folios (page-cache folios, mapped or not, move with their page-cache entry), splitting
-//! large folios that cannot be migrated, and the per-CPU free lists MIGRC bypasses.
+//! large folios that cannot be migrated.
 
 use super::folio::{pg, FolioId};
 use super::pagetable::{self as pt, Pte};
-use super::tlb::{CpuMask, TlbBatch};
+use super::vmstat::Vm;
 use super::Kernel;
-use crate::stats::Vm;
 
 /// NR_MAX_BATCHED_MIGRATION: a batch ends with the folio that brings it to this many pages.
 pub const NR_MAX_BATCHED_MIGRATION: u64 = 512;
@@ -50,7 +46,8 @@ struct Unmapped {
     src: FolioId,
     dst: FolioId,
     entries: std::ops::Range<usize>,
-    migrc: bool,
+    /// `+migrc` keeps the source allocated until a later flush.
+    kept_by_migrc: bool,
 }
 
 /// Lists migrate_pages reuses from call to call, as every hint-fault promotion is a call.
@@ -62,71 +59,13 @@ pub struct MigrateScratch {
     single: Vec<FolioId>,
 }
 
-/// MIGRC's state: the per-task read-only batch (one task migrates at a time here) and the global
-/// pending flush with its kept source folios.
-#[derive(Default, Debug)]
-pub struct Migrc {
-    pub tlb_ubc_ro: TlbBatch,
-    pub can_migrc: bool,
-    /// The unmap phase of a MIGRC batch runs: clean read-only PTEs go to `tlb_ubc_ro`.
-    pub ro_batch_active: bool,
-    /// migrc_ubc: the CPUs that still owe a flush for the kept folios.
-    pub ubc: TlbBatch,
-    pub folios: Vec<FolioId>,
-    pub pause_cnt: u32,
-}
+// The Kernel's `migrc` field names its type by this path.
+pub use super::features::migrc::Migrc;
 
 impl Kernel {
-    #[inline]
-    pub fn migrc_ro_batch_active(&self) -> bool {
-        self.migrc.ro_batch_active
-    }
-
-    /// MIGRC applies to demotion and NUMA-misplaced migration, unless paused.
-    fn migrc_enabled(&self, reason: MigrateReason) -> bool {
-        let tiering = matches!(
-            reason,
-            MigrateReason::Demotion | MigrateReason::NumaMisplaced
-        );
-        tiering && self.spec.profile.migrc && self.migrc.pause_cnt == 0
-    }
-
-    /// migrc_flush_end: the CPUs of a flush that just ran no longer owe MIGRC one; once none
-    /// does, the kept folios are freed.
-    pub fn migrc_flush_end(&mut self, flushed: &CpuMask) {
-        if self.migrc.folios.is_empty() && !self.migrc.ubc.flush_required {
-            return;
-        }
-        if self.migrc.ubc.cpumask.andnot(flushed) {
-            return;
-        }
-        self.migrc.ubc = TlbBatch::default();
-        for f in std::mem::take(&mut self.migrc.folios) {
-            self.free_migrated_source(f, true);
-        }
-    }
-
-    /// migrc_flush_free_folios: flush what MIGRC owes now and free the kept folios.
-    pub fn migrc_flush_free_folios(&mut self) {
-        if self.migrc.folios.is_empty() && !self.migrc.ubc.flush_required {
-            return;
-        }
-        let mut ubc = std::mem::take(&mut self.migrc.ubc);
-        self.tlb_batch.fold(&mut ubc);
-        if self.tlb_batch.flush_required {
-            self.try_to_unmap_flush();
-        } else {
-            self.migrc_flush_end(&CpuMask::default());
-        }
-    }
-
     /// Frees a migrated source folio; the charge went to the destination.
-    fn free_migrated_source(&mut self, folio: FolioId, kept: bool) {
+    pub(in crate::mm) fn free_migrated_source(&mut self, folio: FolioId) {
         let order = self.mem.order(folio);
-        if kept {
-            let node = self.pfn_node(folio) as usize;
-            self.zones[node].migrc_pending_nr -= 1 << order;
-        }
         self.mem.clear_folio(folio);
         self.free_pages(folio, order);
         self.charge_time(self.hw.page_alloc_ns);
@@ -206,8 +145,7 @@ impl Kernel {
         target: u32,
         reason: MigrateReason,
     ) -> (u64, u64, bool) {
-        let mut do_migrc = self.migrc_enabled(reason);
-        let mut pending = TlbBatch::default();
+        let mut migrc = self.migrc_hook_batch_start(reason);
         let mut unmapped = std::mem::take(&mut self.migrate_scratch.unmapped);
         let mut entries = std::mem::take(&mut self.migrate_scratch.entries);
         unmapped.clear();
@@ -216,10 +154,7 @@ impl Kernel {
         let mut i = 0;
         while i < batch.len() {
             let src = batch[i];
-            if do_migrc && self.migrc.pause_cnt > 0 {
-                self.tlb_batch.fold(&mut pending);
-                do_migrc = false;
-            }
+            self.migrc_hook_check_pause(&mut migrc);
             // A dirty page-cache folio is busy in MIGRATE_ASYNC: fallback_migrate_folio will not
             // write it out (filesystems with their own migrate_folio are not modelled).
             let dirty_file = self.mem.test(src, pg::DIRTY) && self.folio_is_file_lru(src);
@@ -233,46 +168,31 @@ impl Kernel {
                 enomem = true;
                 break;
             };
-            self.migrc.can_migrc = true;
-            self.migrc.ro_batch_active = do_migrc;
+            self.migrc_hook_unmap_start(&migrc);
             let first_entry = entries.len();
             self.try_to_migrate(src, &mut entries);
-            self.migrc.ro_batch_active = false;
-            let can = do_migrc
-                && self.migrc.can_migrc
-                && self.migrc.tlb_ubc_ro.flush_required
-                && order == 0;
-            if can {
-                pending.fold(&mut self.migrc.tlb_ubc_ro);
-            } else {
-                self.tlb_batch.fold(&mut self.migrc.tlb_ubc_ro);
-            }
+            let kept_by_migrc = self.migrc_hook_unmap_end(&mut migrc, order);
             unmapped.push(Unmapped {
                 src,
                 dst,
                 entries: first_entry..entries.len(),
-                migrc: can,
+                kept_by_migrc,
             });
             batch.swap_remove(i);
         }
         let (mut pages, mut thps) = (0, 0);
         if !unmapped.is_empty() {
-            // migrc_add_pending_ubc: nothing else flushes concurrently in the simulator.
-            if do_migrc && pending.flush_required {
-                self.migrc.ubc.fold(&mut pending);
-            }
+            self.migrc_hook_before_flush(&mut migrc);
             self.try_to_unmap_flush();
             for u in unmapped.drain(..) {
                 let order = self.mem.order(u.src);
                 pages += 1u64 << order;
                 thps += (order >= crate::scenario::knobs::PMD_ORDER as u32) as u64;
                 self.move_to_new_folio(u.src, u.dst, &entries[u.entries]);
-                if u.migrc {
-                    let node = self.pfn_node(u.src) as usize;
-                    self.zones[node].migrc_pending_nr += 1;
-                    self.migrc.folios.push(u.src);
+                if u.kept_by_migrc {
+                    self.migrc_hook_keep_source(u.src);
                 } else {
-                    self.free_migrated_source(u.src, false);
+                    self.free_migrated_source(u.src);
                 }
             }
         }

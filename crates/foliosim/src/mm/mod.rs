@@ -2,6 +2,7 @@
 //! of this module add its mechanisms, each named after the kernel file it models.
 
 pub mod contpte;
+pub mod features;
 pub mod filemap;
 pub mod folio;
 pub mod huge_memory;
@@ -27,12 +28,12 @@ pub mod swapfile;
 pub mod tlb;
 pub mod vma;
 pub mod vmscan;
+pub mod vmstat;
 
 use crate::machine::hw::HwCosts;
 use crate::scenario::{InputError, RunSpec, Tier};
 use crate::sim::rng::Rng;
 use crate::sim::{FifoServer, RunQueue};
-use crate::stats::VmStat;
 use crate::workload::task::Task;
 
 use folio::{MemMap, Pfn};
@@ -41,6 +42,7 @@ use page_alloc::Zone;
 use swapfile::SwapInfo;
 use vma::{AnonVma, Mm};
 use vmscan::Lruvec;
+use vmstat::VmStat;
 
 pub const PAGE_SIZE: u64 = 4096;
 /// Node ranges start on a max-order boundary so buddy blocks never straddle nodes.
@@ -320,7 +322,7 @@ impl Kernel {
     /// as a hit or a miss (and a foreign allocation of the preferred node), and as local or
     /// other by the node of the CPU that asked.
     fn zone_statistics(&mut self, preferred: u32, node: u32) {
-        use crate::stats::Vm;
+        use vmstat::Vm;
         if node == preferred {
             self.stat.count(Vm::NumaHit, 1);
         } else {
@@ -363,7 +365,7 @@ impl Kernel {
             }
             if ok {
                 let pfn = self.zones[z].alloc(&mut self.mem, order)?;
-                self.stat.count(crate::stats::Vm::Pgalloc, 1 << order);
+                self.stat.count(vmstat::Vm::Pgalloc, 1 << order);
                 self.zone_statistics(preferred, z as u32);
                 self.charge_time(self.hw.page_alloc_ns);
                 return Some(pfn);
@@ -428,7 +430,7 @@ impl Kernel {
         }
         let mut no_progress_loops = 0;
         loop {
-            self.stat.count(crate::stats::Vm::AllocstallNormal, 1);
+            self.stat.count(vmstat::Vm::AllocstallNormal, 1);
             let reclaimed = self.try_to_free_pages(node, nodemask);
             if let Some(pfn) = self.alloc_from_zonelist(node, order, false, nodemask) {
                 return Some(pfn);
@@ -474,7 +476,7 @@ impl Kernel {
             }
             if ok {
                 if let Some(pfn) = self.zones[node as usize].alloc(&mut self.mem, order) {
-                    self.stat.count(crate::stats::Vm::Pgalloc, 1 << order);
+                    self.stat.count(vmstat::Vm::Pgalloc, 1 << order);
                     self.zone_statistics(node, node);
                     self.charge_time(self.hw.page_alloc_ns);
                     return Some(pfn);
@@ -490,7 +492,7 @@ impl Kernel {
     pub fn free_pages(&mut self, pfn: folio::Pfn, order: u32) {
         let node = self.pfn_node(pfn) as usize;
         self.zones[node].free(&mut self.mem, pfn, order);
-        self.stat.count(crate::stats::Vm::Pgfree, 1 << order);
+        self.stat.count(vmstat::Vm::Pgfree, 1 << order);
     }
 
     /// Frees a folio nothing maps any more: off the LRU, uncharged, back to the buddy allocator.

@@ -19,8 +19,8 @@
 use super::folio::{pg, FolioId};
 use super::migrate::MigrateReason;
 use super::pagetable::{self as pt};
+use super::vmstat::Vm;
 use super::Kernel;
-use crate::stats::Vm;
 
 pub const NUMA_BALANCING_NORMAL: u32 = 1;
 pub const NUMA_BALANCING_MEMORY_TIERING: u32 = 2;
@@ -367,13 +367,13 @@ impl Kernel {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::mm::folio::content;
 
     /// Node 0: 2 CPUs of DRAM; node 1: a CPU-less lower tier. One task, whose mm is also live
     /// on CPU 1 (as if a second thread ran there).
-    fn boot(profile: &str) -> (Kernel, u32, u32) {
+    pub(crate) fn boot(profile: &str) -> (Kernel, u32, u32) {
         let toml = r#"
 name = "t"
 [[machine.node]]
@@ -400,7 +400,7 @@ ops = [{ op = "mmap", region = "a", size = "4M" }]
     }
 
     /// Maps `n` written pages; returns their first vpn.
-    fn written_pages(k: &mut Kernel, mm: u32, n: u32) -> u32 {
+    pub(crate) fn written_pages(k: &mut Kernel, mm: u32, n: u32) -> u32 {
         let start = k.mmap_anon(mm, n);
         for vpn in start..start + n {
             k.touch(mm, vpn, true, content::DATA_DEFAULT).unwrap();
@@ -408,12 +408,12 @@ ops = [{ op = "mmap", region = "a", size = "4M" }]
         start
     }
 
-    fn pte(k: &Kernel, mm: u32, vpn: u32) -> pt::Pte {
+    pub(crate) fn pte(k: &Kernel, mm: u32, vpn: u32) -> pt::Pte {
         let vi = k.mms[mm as usize].find_vma(vpn).unwrap();
         k.mms[mm as usize].vmas[vi].ptes[(vpn - k.mms[mm as usize].vmas[vi].start) as usize]
     }
 
-    fn demote(k: &mut Kernel, mm: u32, vpn: u32) -> u64 {
+    pub(crate) fn demote(k: &mut Kernel, mm: u32, vpn: u32) -> u64 {
         let folio = k.mem.head_of(pt::pfn(pte(k, mm, vpn)));
         k.lruvec_del_folio(folio);
         let mut list = vec![folio];
@@ -505,59 +505,6 @@ ops = [{ op = "mmap", region = "a", size = "4M" }]
             "{:?}",
             crate::check::check(&k)
         );
-    }
-
-    #[test]
-    fn migrc_keeps_clean_read_only_sources_until_a_later_flush_covers_them() {
-        let (mut k, _, mm) = boot("v6.9+migrc");
-        let vpn = written_pages(&mut k, mm, 2);
-        let vi = k.mms[mm as usize].find_vma(vpn).unwrap();
-        let start = k.mms[mm as usize].vmas[vi].start;
-        let idx = (vpn - start) as usize;
-        // A clean, read-only mapping (as a hint-fault migration leaves it).
-        k.mms[mm as usize].vmas[vi].ptes[idx] &= !(pt::WRITE | pt::DIRTY);
-        let free_before = k.zones[0].nr_free_pages();
-        assert_eq!(demote(&mut k, mm, vpn), 1);
-        assert_eq!(k.stat.get(Vm::NrTlbRemoteFlush), 0, "the flush is deferred");
-        assert_eq!(k.migrc.folios.len(), 1);
-        assert_eq!(k.zones[0].migrc_pending_nr, 1);
-        // The source stays allocated, but counts as free for watermarks.
-        assert_eq!(k.zones[0].nr_free_pages(), free_before);
-        // A dirty page's demotion flushes now, and that flush retires the kept source.
-        assert_eq!(demote(&mut k, mm, vpn + 1), 1);
-        assert_eq!(k.stat.get(Vm::NrTlbRemoteFlush), 1);
-        assert!(k.migrc.folios.is_empty());
-        assert_eq!(k.zones[0].migrc_pending_nr, 0);
-        assert_eq!(k.zones[0].nr_free_pages(), free_before + 2);
-    }
-
-    #[test]
-    fn migrc_does_not_defer_when_migration_keeps_the_dirty_bit() {
-        let (mut k, _, mm) = boot("v6.9+migrc");
-        let vpn = written_pages(&mut k, mm, 1);
-        // Written: dirty and writable. Not a MIGRC candidate.
-        assert_eq!(demote(&mut k, mm, vpn), 1);
-        assert_eq!(k.stat.get(Vm::NrTlbRemoteFlush), 1);
-        assert!(k.migrc.folios.is_empty());
-        // With swap_migration_ad_supported the copy's PTE stays dirty (and writable here).
-        let p = pte(&k, mm, vpn);
-        assert!(p & pt::DIRTY != 0 && p & pt::WRITE != 0);
-    }
-
-    #[test]
-    fn write_protect_fault_forces_migrc_flush() {
-        let (mut k, _, mm) = boot("v6.9+migrc");
-        let vpn = written_pages(&mut k, mm, 2);
-        let vi = k.mms[mm as usize].find_vma(vpn).unwrap();
-        let idx = (vpn - k.mms[mm as usize].vmas[vi].start) as usize;
-        k.mms[mm as usize].vmas[vi].ptes[idx] &= !(pt::WRITE | pt::DIRTY);
-        k.mms[mm as usize].vmas[vi].ptes[idx + 1] &= !pt::WRITE;
-        demote(&mut k, mm, vpn);
-        assert_eq!(k.migrc.folios.len(), 1);
-        // Writing a read-only page takes do_wp_page, which gives MIGRC's pending flush up.
-        k.touch(mm, vpn + 1, true, content::DATA_DEFAULT).unwrap();
-        assert!(k.migrc.folios.is_empty());
-        assert_eq!(k.stat.get(Vm::NrTlbRemoteFlush), 1);
     }
 
     #[test]

@@ -7,8 +7,8 @@
 //! (mempolicy_in_oom_domain).
 //! Left out: oom_score_adj, page-table pages in the score, the OOM reaper's timing.
 
+use super::vmstat::{Memcg, Vm};
 use super::Kernel;
-use crate::stats::{Memcg, Vm};
 
 impl Kernel {
     /// Kills one task. `nodemask`: the nodes the failing allocation was limited to, if not all.

@@ -28,7 +28,8 @@ pub struct Zone {
     pub wmark_low: u64,
     pub wmark_high: u64,
     pub wmark_promo: u64,
-    /// MIGRC source folios kept allocated until their TLB flush (zone->migrc_pending_nr).
+    /// `+migrc` (mm/features/migrc.rs): source folios kept allocated until their TLB flush
+    /// (zone->migrc_pending_nr).
     pub migrc_pending_nr: u64,
 }
 
@@ -160,8 +161,8 @@ impl Zone {
     /// __zone_watermark_ok without reserves: enough free pages above `mark` once this allocation is
     /// taken, and for order > 0 a free block at least that large.
     pub fn watermark_ok(&self, order: u32, mark_pages: u64) -> bool {
-        // MIGRC's kept source folios count as free (they are freed on demand).
-        let free = (self.nr_free + self.migrc_pending_nr) as i64 - ((1i64 << order) - 1);
+        let free = (self.nr_free + super::features::migrc::zone_kept_pages(self)) as i64
+            - ((1i64 << order) - 1);
         if free <= mark_pages as i64 {
             return false;
         }

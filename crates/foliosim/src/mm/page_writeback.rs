@@ -31,8 +31,8 @@
 
 use super::filemap::FileId;
 use super::folio::{pg, FolioId, NIL};
+use super::vmstat::Vm;
 use super::{Kernel, PAGE_SIZE};
-use crate::stats::Vm;
 use crate::workload::task::{TaskKind, TaskState};
 
 /// DIRTY_POLL_THRESH (128 KiB in pages): the least nr_dirtied_pause, and its initial value.

@@ -13,8 +13,8 @@
 
 use super::folio::{pg, FolioId};
 use super::pagetable::{self as pt};
+use super::vmstat::Vm;
 use super::Kernel;
-use crate::stats::Vm;
 
 impl Kernel {
     /// Calls `f(mm, vma index)` for each VMA that may map the folio's range.

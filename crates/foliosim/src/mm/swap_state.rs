@@ -10,9 +10,9 @@
 
 use super::folio::{pg, FolioId, NIL};
 use super::swapfile::SWAP_HAS_CACHE;
+use super::vmstat::{Memcg, Mthp, Vm};
 use super::Kernel;
 use crate::scenario::knobs::PMD_ORDER;
-use crate::stats::{Memcg, Mthp, Vm};
 
 const OFFSET_BITS: u32 = 27;
 const OFFSET_MASK: u32 = (1 << OFFSET_BITS) - 1;

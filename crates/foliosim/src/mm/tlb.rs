@@ -22,9 +22,9 @@
 //! stride flushes (a PMD's range is flushed as 512 pages), the iTLB beyond a fixed number of
 //! code pages refilled after a full flush, and flushes of kernel mappings.
 
+use super::vmstat::Vm;
 use super::Kernel;
 use crate::machine::hw::Arch;
-use crate::stats::Vm;
 
 pub const MAX_CPUS: usize = 256;
 /// Above this many pages a range flush becomes a full flush (tlb_single_page_flush_ceiling).
@@ -443,14 +443,7 @@ impl Kernel {
         if self.should_defer_flush(mm) {
             let dirty = pte & pt::DIRTY != 0;
             let mask = self.mms[mm as usize].cpumask;
-            let b = if self.migrc_ro_batch_active() && pte & (pt::DIRTY | pt::WRITE) == 0 {
-                &mut self.migrc.tlb_ubc_ro
-            } else {
-                if self.migrc_ro_batch_active() {
-                    self.migrc.can_migrc = false;
-                }
-                &mut self.tlb_batch
-            };
+            let b = self.migrc_hook_defer_batch(pte);
             b.cpumask.or(&mask);
             b.flush_required = true;
             b.writable |= dirty;

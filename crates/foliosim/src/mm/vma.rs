@@ -295,7 +295,7 @@ impl Kernel {
     /// __split_huge_pmd: a PMD mapping that is partly zapped becomes PTE mappings.
     pub fn split_huge_pmd(&mut self, mm: u32, vi: usize, folio: FolioId) {
         self.remap_pmd_with_ptes(mm, vi, folio);
-        self.stat.count(crate::stats::Vm::ThpSplitPmd, 1);
+        self.stat.count(super::vmstat::Vm::ThpSplitPmd, 1);
     }
 
     /// __split_huge_pmd_locked without freeze: the folio's PMD becomes PTEs written by one
@@ -329,7 +329,7 @@ impl Kernel {
         }
         self.mms[mm as usize].rss_file -= nr as u64;
         self.folio_remove_rmap_ptes(folio, nr as u32);
-        self.stat.count(crate::stats::Vm::ThpSplitPmd, 1);
+        self.stat.count(super::vmstat::Vm::ThpSplitPmd, 1);
         self.charge_time(self.hw.pte_update_ns);
         self.flush_tlb_mm_range(mm, start + first as u32, nr as u64, false);
     }

@@ -25,9 +25,8 @@
 
 use super::folio::{pg, FolioId, NIL};
 use super::vma::VM_EXEC;
+use super::vmstat::{Memcg, Mthp, Vm};
 use super::Kernel;
-use crate::scenario::generation::Generation;
-use crate::stats::{Memcg, Mthp, Vm};
 
 pub const SWAP_CLUSTER_MAX: u64 = 32;
 const MAX_SWAPPINESS: u64 = 200;
@@ -555,13 +554,12 @@ impl Kernel {
 
     /// Should reclaim split this large anonymous folio before trying to swap it out?
     fn early_split(&self, folio: FolioId) -> bool {
-        match self.generation() {
-            // Only a PMD-mapped THP may go to swap whole; everything else is split first.
-            Generation::V6_9 => !self.folio_pmd_mapped(folio),
+        if self.generation().splits_only_partially_mapped_for_swapout() {
             // Partially mapped folios are split; the rest try a whole allocation.
-            Generation::V6_10 | Generation::V6_12 | Generation::V6_18 => {
-                self.mem.test(folio, pg::DEFERRED)
-            }
+            self.mem.test(folio, pg::DEFERRED)
+        } else {
+            // Only a PMD-mapped THP may go to swap whole; everything else is split first.
+            !self.folio_pmd_mapped(folio)
         }
     }
 
@@ -726,7 +724,7 @@ impl Kernel {
             let memcg = self.mem.memcg(folio) as usize;
             self.memcgs[memcg].count(Memcg::ThpSwpoutFallback, 1);
         }
-        if self.generation() >= Generation::V6_10 {
+        if self.generation().counts_mthp_swpout_fallback() {
             self.stat.count_mthp(order, Mthp::SwpoutFallback);
         }
     }

@@ -11,8 +11,65 @@ pub enum Generation {
     V6_18,
 }
 
-// Swap: predicates used by swapfile, swap_state, swap_slots
 impl Generation {
+    // mm: memory, vmscan, huge_memory, madvise, memcontrol
+
+    /// v6.10 (MADV_PAGEOUT/MADV_COLD without split): a fully covered PTE-mapped large folio is
+    /// paged out whole; before, only a PMD-mapped one was.
+    pub fn madv_pageout_large_folio_whole(self) -> bool {
+        self >= Generation::V6_10
+    }
+
+    /// v6.10 (shrink_folio_list without split): reclaim splits only partially mapped large
+    /// folios before swap-out; before, every folio that was not PMD-mapped.
+    pub fn splits_only_partially_mapped_for_swapout(self) -> bool {
+        self >= Generation::V6_10
+    }
+
+    /// v6.10 (per-order mTHP swap-out counters): swpout_fallback is counted per folio size.
+    pub fn counts_mthp_swpout_fallback(self) -> bool {
+        self >= Generation::V6_10
+    }
+
+    /// v6.12 (split underused THPs): PMD THPs are queued at fault for the deferred-split
+    /// shrinker, which may split those that are mostly zero.
+    pub fn has_thp_underused_shrinker(self) -> bool {
+        self >= Generation::V6_12
+    }
+
+    /// v6.12 (large folio swap-in for synchronous devices): a swap-in that bypasses the swap
+    /// cache may allocate a large folio; before, always order 0.
+    pub fn swaps_in_large_folios(self) -> bool {
+        self >= Generation::V6_12
+    }
+
+    /// v6.12 (per-order split counters and the partially-mapped flag): splits and deferred
+    /// splits are counted per folio size, a deferred split once per folio; before, thp_split_page
+    /// for every split and thp_deferred_split_page at each queueing.
+    pub fn counts_per_size_split(self) -> bool {
+        self >= Generation::V6_12
+    }
+
+    /// v6.12 (remap unused subpages to the shared zero page): a split of an anonymous folio maps
+    /// its zero-filled subpages to the zero page and frees them; before, they stayed as pages.
+    pub fn remaps_zero_subpages_on_split(self) -> bool {
+        self >= Generation::V6_12
+    }
+
+    /// After v6.12 (per-order swpin_fallback counters; v6.18 here): a large swap-in that falls
+    /// back to order 0 is counted per size.
+    pub fn counts_mthp_swpin_fallback(self) -> bool {
+        self >= Generation::V6_18
+    }
+
+    /// After v6.12 (multi-memcg per-CPU charge stock; v6.18 here): each CPU caches charges for
+    /// several memcgs (NR_MEMCG_STOCK); before, for one.
+    pub fn has_multi_memcg_stock(self) -> bool {
+        self >= Generation::V6_18
+    }
+
+    // swap: swapfile, swap_alloc, swap_state, swap_slots
+
     /// v6.10: the swap allocator hands out mTHP-sized ranges from per-CPU, per-order cluster
     /// cursors (before, mTHPs were split and only PMD-sized folios got a whole cluster).
     pub fn has_per_order_swap_cursors(self) -> bool {

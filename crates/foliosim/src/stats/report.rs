@@ -1,7 +1,7 @@
 //! Turning the kernel's state at the end of a run into a `RunResult`, and the time series.
 
 use super::result::RunResult;
-use super::vmstat::{Vm, MEMCG_NAMES, MTHP_NAMES, VM_NAMES};
+use crate::mm::vmstat::{Vm, MEMCG_NAMES, MTHP_NAMES, VM_NAMES};
 use crate::mm::Kernel;
 use crate::scenario::knobs::{order_size_name, ANON_ORDERS};
 use crate::scenario::Counters;

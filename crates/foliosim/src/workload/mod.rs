@@ -10,8 +10,8 @@ pub mod usemem;
 pub mod xsbench;
 pub mod zero_subpage;
 
+use crate::mm::vmstat::{Mthp, VmStat};
 use crate::scenario::IterationReport;
-use crate::stats::{Mthp, VmStat};
 use serde_json::{json, Map, Value};
 
 /// The figures of one iteration, from the counters at its start and end.

@@ -19,9 +19,9 @@
 use crate::mm::folio::content;
 use crate::mm::memory::Killed;
 use crate::mm::pagetable as pt;
+use crate::mm::vmstat::Vm;
 use crate::mm::Kernel;
 use crate::scenario::Op;
-use crate::stats::Vm;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Xsbench {

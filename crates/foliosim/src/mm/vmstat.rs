@@ -1,5 +1,7 @@
-//! Counters with the kernel's names: /proc/vmstat items, hugepages-<size>/stats items and
-//! memory.stat items. Each counter is named once, here.
+//! Counters with the kernel's names, kept inside mm as mm/vmstat.c keeps them: /proc/vmstat
+//! items (`Vm`), hugepages-<size>/stats items (`Mthp`, mm/huge_memory.c's mthp_stats) and
+//! memory.stat items (`Memcg`, mm/memcontrol.c). Each counter is named once, here. Left out:
+//! per-CPU deltas and their folding into the global counters (every event is counted at once).
 
 macro_rules! counters {
     ($ty:ident, $names:ident, $( $v:ident = $n:literal ),* $(,)?) => {
