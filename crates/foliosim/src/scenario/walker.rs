@@ -6,9 +6,9 @@ use std::collections::BTreeSet;
 
 use toml::{Table, Value};
 
+use super::mempolicy::Mempolicy;
 use super::units::{parse_size, parse_time};
 use super::InputError;
-use crate::mm::mempolicy::Mempolicy;
 
 pub(crate) type Res<T> = Result<T, InputError>;
 
