@@ -1,6 +1,8 @@
 //! Scenarios: the TOML a user writes (machine, swap, cgroups, knobs, tasks, variants), kernel
-//! profiles, and the sysfs/procfs knob table. `parse` turns a file into a checked `Scenario`;
-//! nothing past this module sees malformed input.
+//! profiles, and the sysfs/procfs knob table. `parse` turns a file into a checked `Scenario`
+//! (with `units`, `walker`, `machine`, `ops`, `generators` and `resolve`); nothing past this
+//! module sees malformed input. `types` and `mempolicy` hold the plain values mm/ works with,
+//! kept here so that this layer needs nothing from mm/.
 
 pub mod generation;
 mod generators;
