@@ -31,7 +31,8 @@ pub const SWAP_MAP_BAD: u8 = 0x3f;
 pub(super) const COUNT_MASK: u8 = 0x3f;
 /// Column count of the swapon free-list order up to v6.17 (SWAP_ADDRESS_SPACE_PAGES / 512).
 const CLUSTER_COLS: u32 = 32;
-pub(super) const PMD_ORDER: u32 = 9;
+/// PMD_ORDER as the swap code counts it (folio orders are u32 here).
+pub(super) const PMD_ORDER: u32 = crate::scenario::knobs::PMD_ORDER as u32;
 /// The most slots one get_swap_pages call hands out.
 pub const SWAP_BATCH: usize = 64;
 /// MAX_SWAPFILES.
