@@ -247,4 +247,19 @@ mod tests {
              oom_kill      100      0\n"
         );
     }
+
+    #[test]
+    fn render_aligned_keeps_figure_columns_at_least_min_width() {
+        let rows = vec![vec![
+            "-a iteration 1".to_string(),
+            "v6.10/a".to_string(),
+            "87.05".to_string(),
+            "85.71".to_string(),
+        ]];
+        assert_eq!(
+            render_aligned(&["figure", "run", "simulated", "published"], &rows, 2, 12),
+            "  figure          run         simulated     published\n  \
+             -a iteration 1  v6.10/a         87.05         85.71\n"
+        );
+    }
 }

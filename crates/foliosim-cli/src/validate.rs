@@ -441,5 +441,12 @@ mod tests {
             "{text}"
         );
         assert!(differences(&rows).contains("pswpin 5 vs 0"));
+        // the ratios' decimal points line up whether or not an `=` follows
+        assert_eq!(
+            text,
+            "         v6.18/4K  live-6.18/4K  sim/live\n\
+             pswpout    131072        131072   1.000 =\n\
+             pswpin          5             0       -\n"
+        );
     }
 }
