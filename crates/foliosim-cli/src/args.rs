@@ -1,226 +1,154 @@
-//! Command-line arguments, parsed by hand (no dependency): `run`, `reproduce`, `list`; the
-//! live commands' arguments are parsed in `kernel_run`.
+//! Command-line arguments, declared for clap: `run`, `reproduce`, `kernel-run`, `validate`,
+//! `list`. Every command that takes a scenario takes a path or a bundled scenario's name
+//! (resolved in `scenarios`).
 
 use std::path::PathBuf;
 
-pub const USAGE: &str = "\
-usage: foliosim run SCENARIO.toml [--profile P]... [--variant V]... [--set PATH=VALUE]... [--seed N] [--json FILE] [--check]
-       foliosim reproduce [NAME|all] [--seed N] [--json FILE] [--check]
-       foliosim kernel-run SCENARIO.toml [--variant V]... [--set PATH=VALUE]... [--json FILE]
-       foliosim validate SCENARIO.toml [--variant V]... [--set PATH=VALUE]... [--profile P] [--seed N] [--json FILE]
-       foliosim list
-       foliosim --help | --version";
-
-pub const HELP: &str = "\
-foliosim: a deterministic simulator of the Linux kernel memory manager
-
-commands:
-  run SCENARIO.toml     run every profile x variant of a scenario and print a comparison table
-    --profile P         kernel profile, e.g. v6.12 or v6.12+migrc (repeatable; default: the scenario's)
-    --variant V         one of the scenario's variants (repeatable; default: all of them)
-    --set PATH=VALUE    override a knob, e.g. /proc/sys/vm/swappiness=100 or bench/memory.max=470M
-    --seed N            seed of the run (default 1)
-    --json FILE         write the full results as JSON
-    --check             run the invariant checker (slower)
-  reproduce [NAME|all]  run bundled published experiments and print them beside the published figures
-  kernel-run SCENARIO   play the scenario on the running kernel (root): sets its knobs, adds zram
-                        swap and cgroups, runs kernel-bench programs, reads the kernel's counters,
-                        then restores every knob and removes what it made (also on failure or ^C)
-  validate SCENARIO     the simulator (profile matching the running kernel, or --profile) and the
-                        live kernel side by side, with ratios
-  list                  list scenarios, profiles, features and knobs";
+use clap::{Args, Parser, Subcommand};
 
 pub const DEFAULT_SEED: u64 = 1;
 
-#[derive(Debug, PartialEq)]
+#[derive(Debug, Parser)]
+#[command(
+    name = "foliosim",
+    version = foliosim::VERSION,
+    about = "foliosim: a deterministic simulator of the Linux kernel memory manager"
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, PartialEq, Subcommand)]
 pub enum Command {
+    /// run every profile x variant of a scenario and print a comparison table
     Run(RunArgs),
+    /// run bundled published experiments and print them beside the published figures
     Reproduce(ReproduceArgs),
-    KernelRun(crate::kernel_run::LiveArgs),
-    Validate(crate::kernel_run::LiveArgs),
+    /// play the scenario on the running kernel (root): sets its knobs, adds zram swap and
+    /// cgroups, runs kernel-bench programs, reads the kernel's counters, then restores every knob
+    /// and removes what it made (also on failure or ^C)
+    KernelRun(LiveArgs),
+    /// the simulator (profile matching the running kernel, or --profile) and the live kernel
+    /// side by side, with ratios
+    Validate(ValidateArgs),
+    /// list scenarios, profiles, features and knobs
     List,
-    Help,
-    Version,
 }
 
-#[derive(Debug, PartialEq)]
+#[derive(Debug, PartialEq, Args)]
+#[command(args_override_self = true)]
 pub struct RunArgs {
-    pub scenario: PathBuf,
+    /// a scenario file, or a bundled scenario's name (see `foliosim list`)
+    pub scenario: String,
+    /// kernel profile, e.g. v6.12 or v6.12+migrc (repeatable; default: the scenario's)
+    #[arg(long = "profile", value_name = "P")]
     pub profiles: Vec<String>,
+    /// one of the scenario's variants (repeatable; default: all of them)
+    #[arg(long = "variant", value_name = "V")]
     pub variants: Vec<String>,
-    /// `--set` arguments as given (split and checked when resolving).
+    /// override a knob, e.g. /proc/sys/vm/swappiness=100 or bench/memory.max=470M (repeatable)
+    #[arg(long = "set", value_name = "PATH=VALUE")]
     pub sets: Vec<String>,
+    /// seed of the run
+    #[arg(long, value_name = "N", default_value_t = DEFAULT_SEED, value_parser = parse_seed)]
     pub seed: u64,
+    /// write the full results as JSON
+    #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
+    /// run the invariant checker (slower)
+    #[arg(long)]
     pub check: bool,
 }
 
-#[derive(Debug, PartialEq)]
+#[derive(Debug, PartialEq, Args)]
+#[command(args_override_self = true)]
 pub struct ReproduceArgs {
-    /// None = all.
-    pub name: Option<String>,
+    /// a bundled scenario (or a scenario file), or `all`: every bundled one with a
+    /// [published] table
+    #[arg(value_name = "NAME|all", default_value = "all")]
+    pub name: String,
+    /// seed of the runs
+    #[arg(long, value_name = "N", default_value_t = DEFAULT_SEED, value_parser = parse_seed)]
     pub seed: u64,
+    /// write the full results as JSON (an array of documents for several scenarios)
+    #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
+    /// run the invariant checker (slower)
+    #[arg(long)]
     pub check: bool,
 }
 
-/// What went wrong while reading arguments.
-#[derive(Debug, PartialEq)]
-pub enum ArgError {
-    /// Not understood at all: print the usage.
-    Usage(String),
-    /// An argument with a bad value: `flag: expected ...`.
-    Value {
-        flag: String,
-        value: String,
-        message: String,
-    },
-}
-
-/// Splits `--flag=value` and `--flag value` forms, one argument at a time.
-struct Args {
-    items: Vec<String>,
-    next: usize,
-}
-
-impl Args {
-    fn next(&mut self) -> Option<String> {
-        let item = self.items.get(self.next).cloned();
-        self.next += 1;
-        item
-    }
-
-    /// The value of `flag`: the part after `=` if given inline, else the next argument.
-    fn value(&mut self, flag: &str, inline: Option<String>) -> Result<String, ArgError> {
-        if let Some(v) = inline {
-            return Ok(v);
-        }
-        self.next()
-            .ok_or_else(|| ArgError::Usage(format!("{flag} needs a value")))
+impl ReproduceArgs {
+    /// The scenario named, or None for all of them.
+    pub fn named(&self) -> Option<&str> {
+        (self.name != "all").then_some(self.name.as_str())
     }
 }
 
-fn parse_seed(value: &str) -> Result<u64, ArgError> {
-    value.parse().map_err(|_| ArgError::Value {
-        flag: "--seed".into(),
-        value: value.into(),
-        message: "expected an unsigned integer".into(),
-    })
+/// Arguments of `kernel-run` (and, with `--profile`, of `validate`).
+#[derive(Debug, PartialEq, Args)]
+#[command(args_override_self = true)]
+pub struct LiveArgs {
+    /// a scenario file, or a bundled scenario's name (see `foliosim list`)
+    pub scenario: String,
+    /// one of the scenario's variants (repeatable; default: all of them)
+    #[arg(long = "variant", value_name = "V")]
+    pub variants: Vec<String>,
+    /// override a knob, e.g. /proc/sys/vm/swappiness=100 or bench/memory.max=470M (repeatable)
+    #[arg(long = "set", value_name = "PATH=VALUE")]
+    pub sets: Vec<String>,
+    /// seed of the run
+    #[arg(long, value_name = "N", default_value_t = DEFAULT_SEED, value_parser = parse_seed)]
+    pub seed: u64,
+    /// write the full results as JSON
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
 }
 
-pub fn parse(items: Vec<String>) -> Result<Command, ArgError> {
-    // `--help` anywhere wins, as with most tools
-    if items.iter().any(|a| a == "--help" || a == "-h") {
-        return Ok(Command::Help);
-    }
-    let mut args = Args { items, next: 0 };
-    let command = match args.next() {
-        None => return Err(ArgError::Usage("missing command".into())),
-        Some(c) => c,
-    };
-    match command.as_str() {
-        "-h" | "--help" | "help" => Ok(Command::Help),
-        "-V" | "--version" | "version" => Ok(Command::Version),
-        "list" => {
-            if let Some(extra) = args.next() {
-                return Err(ArgError::Usage(format!("unexpected argument {extra:?}")));
-            }
-            Ok(Command::List)
-        }
-        "run" => parse_run(&mut args).map(Command::Run),
-        "reproduce" => parse_reproduce(&mut args).map(Command::Reproduce),
-        "kernel-run" => {
-            crate::kernel_run::parse_args(&args.items[args.next..], false).map(Command::KernelRun)
-        }
-        "validate" => {
-            crate::kernel_run::parse_args(&args.items[args.next..], true).map(Command::Validate)
-        }
-        other => Err(ArgError::Usage(format!("unknown command {other:?}"))),
-    }
+#[derive(Debug, PartialEq, Args)]
+#[command(args_override_self = true)]
+pub struct ValidateArgs {
+    #[command(flatten)]
+    pub live: LiveArgs,
+    /// the simulator's kernel profile (default: the one matching the running kernel)
+    #[arg(long, value_name = "P")]
+    pub profile: Option<String>,
 }
 
-/// A flag split from its inline value: `--seed=3` -> ("--seed", Some("3")).
-pub(crate) fn split_flag(arg: &str) -> (String, Option<String>) {
-    match arg.split_once('=') {
-        Some((flag, value)) if arg.starts_with("--") => (flag.to_string(), Some(value.to_string())),
-        _ => (arg.to_string(), None),
-    }
-}
-
-fn parse_run(args: &mut Args) -> Result<RunArgs, ArgError> {
-    let mut scenario = None;
-    let mut run = RunArgs {
-        scenario: PathBuf::new(),
-        profiles: Vec::new(),
-        variants: Vec::new(),
-        sets: Vec::new(),
-        seed: DEFAULT_SEED,
-        json: None,
-        check: false,
-    };
-    while let Some(arg) = args.next() {
-        let (flag, inline) = split_flag(&arg);
-        match flag.as_str() {
-            "--profile" => run.profiles.push(args.value(&flag, inline)?),
-            "--variant" => run.variants.push(args.value(&flag, inline)?),
-            "--set" => run.sets.push(args.value(&flag, inline)?),
-            "--seed" => run.seed = parse_seed(&args.value(&flag, inline)?)?,
-            "--json" => run.json = Some(PathBuf::from(args.value(&flag, inline)?)),
-            "--check" if inline.is_none() => run.check = true,
-            _ if arg.starts_with('-') && arg != "-" => {
-                return Err(ArgError::Usage(format!("unknown option {arg:?}")))
-            }
-            _ if scenario.is_none() => scenario = Some(PathBuf::from(arg)),
-            _ => return Err(ArgError::Usage(format!("unexpected argument {arg:?}"))),
-        }
-    }
-    run.scenario = scenario.ok_or_else(|| ArgError::Usage("run needs a SCENARIO.toml".into()))?;
-    Ok(run)
-}
-
-fn parse_reproduce(args: &mut Args) -> Result<ReproduceArgs, ArgError> {
-    let mut repro = ReproduceArgs {
-        name: None,
-        seed: DEFAULT_SEED,
-        json: None,
-        check: false,
-    };
-    let mut named = false;
-    while let Some(arg) = args.next() {
-        let (flag, inline) = split_flag(&arg);
-        match flag.as_str() {
-            "--seed" => repro.seed = parse_seed(&args.value(&flag, inline)?)?,
-            "--json" => repro.json = Some(PathBuf::from(args.value(&flag, inline)?)),
-            "--check" if inline.is_none() => repro.check = true,
-            _ if arg.starts_with('-') => {
-                return Err(ArgError::Usage(format!("unknown option {arg:?}")))
-            }
-            _ if !named => {
-                named = true;
-                repro.name = (arg != "all").then_some(arg);
-            }
-            _ => return Err(ArgError::Usage(format!("unexpected argument {arg:?}"))),
-        }
-    }
-    Ok(repro)
+fn parse_seed(value: &str) -> Result<u64, String> {
+    value
+        .parse()
+        .map_err(|_| "expected an unsigned integer".to_string())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use clap::CommandFactory;
 
-    fn args(s: &str) -> Vec<String> {
-        s.split_whitespace().map(String::from).collect()
+    fn parse(s: &str) -> Result<Command, clap::Error> {
+        Cli::try_parse_from(std::iter::once("foliosim").chain(s.split_whitespace()))
+            .map(|c| c.command)
+    }
+
+    fn usage_error(s: &str) -> bool {
+        parse(s).is_err_and(|e| e.exit_code() == 2)
+    }
+
+    #[test]
+    fn declarations_are_consistent() {
+        Cli::command().debug_assert();
     }
 
     #[test]
     fn run_flags_in_both_forms() {
-        let Ok(Command::Run(r)) = parse(args(
+        let Ok(Command::Run(r)) = parse(
             "run s.toml --profile v6.9 --profile=v6.12+migrc --variant 4K --set a=b --seed=7 --json out.json --check",
-        )) else {
+        ) else {
             panic!("expected run")
         };
-        assert_eq!(r.scenario, PathBuf::from("s.toml"));
+        assert_eq!(r.scenario, "s.toml");
         assert_eq!(r.profiles, vec!["v6.9", "v6.12+migrc"]);
         assert_eq!(r.variants, vec!["4K"]);
         assert_eq!(r.sets, vec!["a=b"]);
@@ -231,55 +159,81 @@ mod tests {
 
     #[test]
     fn set_value_keeps_its_own_equals_sign() {
-        let Ok(Command::Run(r)) = parse(args("run s.toml --set=memory.max=1G")) else {
+        let Ok(Command::Run(r)) = parse("run s.toml --set=memory.max=1G") else {
             panic!()
         };
         assert_eq!(r.sets, vec!["memory.max=1G"]);
     }
 
     #[test]
+    fn a_repeated_single_flag_keeps_the_last() {
+        let Ok(Command::Run(r)) = parse("run s.toml --seed 3 --seed 4") else {
+            panic!()
+        };
+        assert_eq!(r.seed, 4);
+    }
+
+    #[test]
     fn usage_errors() {
-        assert!(matches!(parse(args("")), Err(ArgError::Usage(_))));
-        assert!(matches!(parse(args("frobnicate")), Err(ArgError::Usage(_))));
-        assert!(matches!(parse(args("run")), Err(ArgError::Usage(_))));
-        assert!(matches!(
-            parse(args("run s.toml --bogus")),
-            Err(ArgError::Usage(_))
-        ));
-        assert!(matches!(
-            parse(args("run s.toml --profile")),
-            Err(ArgError::Usage(_))
-        ));
-        assert!(matches!(
-            parse(args("run a.toml b.toml")),
-            Err(ArgError::Usage(_))
-        ));
-        assert!(matches!(
-            parse(args("run s.toml --seed x")),
-            Err(ArgError::Value { .. })
-        ));
-        assert_eq!(parse(args("--help")), Ok(Command::Help));
-        assert_eq!(parse(args("run s.toml --help")), Ok(Command::Help));
+        assert!(usage_error(""));
+        assert!(usage_error("frobnicate"));
+        assert!(usage_error("run"));
+        assert!(usage_error("run s.toml --bogus"));
+        assert!(usage_error("run s.toml --profile"));
+        assert!(usage_error("run a.toml b.toml"));
+        assert!(usage_error("run s.toml --seed x"));
+        assert!(usage_error("list extra"));
+        // help and version are not errors: they exit 0
+        for s in ["--help", "run s.toml --help", "--version"] {
+            assert_eq!(parse(s).map_err(|e| e.exit_code()).unwrap_err(), 0, "{s}");
+        }
     }
 
     #[test]
     fn reproduce_defaults_to_all() {
+        let Ok(Command::Reproduce(r)) = parse("reproduce") else {
+            panic!()
+        };
         assert_eq!(
-            parse(args("reproduce")),
-            Ok(Command::Reproduce(ReproduceArgs {
-                name: None,
-                seed: 1,
-                json: None,
-                check: false
-            }))
+            (r.named(), r.seed, &r.json, r.check),
+            (None, 1, &None, false)
         );
-        let Ok(Command::Reproduce(r)) = parse(args("reproduce usemem-small --seed 3")) else {
+        let Ok(Command::Reproduce(r)) = parse("reproduce usemem-small --seed 3") else {
             panic!()
         };
-        assert_eq!((r.name.as_deref(), r.seed), (Some("usemem-small"), 3));
-        let Ok(Command::Reproduce(r)) = parse(args("reproduce all")) else {
+        assert_eq!((r.named(), r.seed), (Some("usemem-small"), 3));
+        let Ok(Command::Reproduce(r)) = parse("reproduce all") else {
             panic!()
         };
-        assert_eq!(r.name, None);
+        assert_eq!(r.named(), None);
+    }
+
+    #[test]
+    fn live_flags_in_both_forms() {
+        let Ok(Command::KernelRun(a)) =
+            parse("kernel-run s.toml --variant 4K --variant=2M --set a=b --seed=3 --json out.json")
+        else {
+            panic!()
+        };
+        assert_eq!(a.scenario, "s.toml");
+        assert_eq!(a.variants, vec!["4K", "2M"]);
+        assert_eq!(a.sets, vec!["a=b"]);
+        assert_eq!(a.seed, 3);
+        assert_eq!(a.json, Some(PathBuf::from("out.json")));
+        let Ok(Command::Validate(v)) = parse("validate s.toml --profile v6.12") else {
+            panic!()
+        };
+        assert_eq!(v.profile.as_deref(), Some("v6.12"));
+        assert_eq!(v.live.scenario, "s.toml");
+    }
+
+    #[test]
+    fn live_usage_errors() {
+        assert!(usage_error("kernel-run"));
+        // only validate has a simulator profile
+        assert!(usage_error("kernel-run s.toml --profile v6.12"));
+        assert!(usage_error("validate s.toml --variant"));
+        assert!(usage_error("validate a.toml b.toml"));
+        assert!(usage_error("validate s.toml --seed x"));
     }
 }

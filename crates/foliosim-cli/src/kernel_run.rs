@@ -2,82 +2,13 @@
 //! programs (see `live`), printed as `run` prints simulated runs, and written as the same JSON
 //! document with the profile `live-<kernel release>` and a `live` field of notes per run.
 
-use std::path::PathBuf;
-
 use foliosim::scenario::parse;
 use foliosim::{RunResult, RunSpec, Scenario};
 
-use crate::args::{ArgError, DEFAULT_SEED};
+use crate::args::LiveArgs;
 use crate::live::{self, LiveError, LiveRun};
-use crate::{output, table, Failure};
-
-/// Arguments of `kernel-run` and `validate`.
-#[derive(Debug, PartialEq)]
-pub struct LiveArgs {
-    pub scenario: PathBuf,
-    pub variants: Vec<String>,
-    pub sets: Vec<String>,
-    pub seed: u64,
-    pub json: Option<PathBuf>,
-    /// `validate` only: the simulator's profile instead of the one matching the kernel.
-    pub profile: Option<String>,
-}
-
-/// Parses the arguments after `kernel-run` or `validate` (`--profile` only for validate).
-pub fn parse_args(items: &[String], validate: bool) -> Result<LiveArgs, ArgError> {
-    let command = if validate { "validate" } else { "kernel-run" };
-    let mut out = LiveArgs {
-        scenario: PathBuf::new(),
-        variants: Vec::new(),
-        sets: Vec::new(),
-        seed: DEFAULT_SEED,
-        json: None,
-        profile: None,
-    };
-    let mut scenario = None;
-    let mut i = 0;
-    while i < items.len() {
-        let arg = &items[i];
-        i += 1;
-        let (flag, inline) = crate::args::split_flag(arg);
-        let takes_value = matches!(flag.as_str(), "--variant" | "--set" | "--seed" | "--json")
-            || (validate && flag == "--profile");
-        if takes_value {
-            let value = match inline {
-                Some(v) => v,
-                None => {
-                    i += 1;
-                    items
-                        .get(i - 1)
-                        .cloned()
-                        .ok_or_else(|| ArgError::Usage(format!("{flag} needs a value")))?
-                }
-            };
-            match flag.as_str() {
-                "--variant" => out.variants.push(value),
-                "--set" => out.sets.push(value),
-                "--json" => out.json = Some(PathBuf::from(value)),
-                "--profile" => out.profile = Some(value),
-                _ => {
-                    out.seed = value.parse().map_err(|_| ArgError::Value {
-                        flag: "--seed".into(),
-                        value: value.clone(),
-                        message: "expected an unsigned integer".into(),
-                    })?
-                }
-            }
-        } else if arg.starts_with('-') && arg != "-" {
-            return Err(ArgError::Usage(format!("unknown option {arg:?}")));
-        } else if scenario.is_none() {
-            scenario = Some(PathBuf::from(arg));
-        } else {
-            return Err(ArgError::Usage(format!("unexpected argument {arg:?}")));
-        }
-    }
-    out.scenario =
-        scenario.ok_or_else(|| ArgError::Usage(format!("{command} needs a SCENARIO.toml")))?;
-    Ok(out)
-}
+use crate::run::{header, resolve_all, variants_and_sets};
+use crate::{output, scenarios, table, Failure};
 
 /// The runs a command asks for, resolved under `profile` (a live run uses the resolved knobs,
 /// swap devices, cgroups and programs; the profile matters only to the simulator).
@@ -86,9 +17,8 @@ pub fn resolve(
     args: &LiveArgs,
     profile: &str,
 ) -> Result<Vec<RunSpec>, Failure> {
-    let (variants, sets) =
-        crate::variants_and_sets(scenario, &args.variants, &args.sets, &args.json)?;
-    Ok(crate::resolve_all(
+    let (variants, sets) = variants_and_sets(scenario, &args.variants, &args.sets, &args.json)?;
+    Ok(resolve_all(
         scenario,
         &[profile.to_string()],
         &variants,
@@ -128,13 +58,18 @@ fn live_failure(e: LiveError) -> Failure {
     }
 }
 
-/// Checks everything, then plays each run in turn; the first failure stops the rest.
+/// Checks everything the runs need before anything is changed (and builds the programs).
+pub fn preflight(specs: &[RunSpec]) -> Result<live::Host, Failure> {
+    live::preflight(specs).map_err(live_failure)
+}
+
+/// Plays each run in turn; the first failure stops the rest.
 pub fn live_runs(
     scenario: &Scenario,
+    host: &live::Host,
     specs: &[RunSpec],
-) -> Result<(live::Host, Vec<LiveRun>), Failure> {
+) -> Result<Vec<LiveRun>, Failure> {
     let handlers = live::signal::Handlers::install();
-    let host = live::preflight(specs).map_err(live_failure)?;
     let mut runs = Vec::with_capacity(specs.len());
     for (index, spec) in specs.iter().enumerate() {
         let label = match &spec.variant {
@@ -142,10 +77,10 @@ pub fn live_runs(
             None => format!("{} {}", scenario.name, host.profile()),
         };
         eprintln!("[{}/{}] {label}: live run", index + 1, specs.len());
-        runs.push(live::run(&host, spec, index as u32).map_err(live_failure)?);
+        runs.push(live::run(host, spec, index as u32).map_err(live_failure)?);
     }
     drop(handlers);
-    Ok((host, runs))
+    Ok(runs)
 }
 
 /// The JSON text of live runs, each with its notes.
@@ -188,7 +123,7 @@ pub fn notes(scenario: &Scenario, host: &live::Host, runs: &[LiveRun]) -> String
                 text.push_str(&format!(
                     "live: {}: {left} pages were still on {} after the programs exited: other \
                      processes' memory swapped out there, counted in its swap counters\n",
-                    crate::table::run_label(&run.result),
+                    table::run_label(&run.result),
                     swap["name"].as_str().unwrap_or("")
                 ));
             }
@@ -205,7 +140,7 @@ pub fn notes(scenario: &Scenario, host: &live::Host, runs: &[LiveRun]) -> String
                     "a swap file on ext4 on ",
                     format!(
                         " in {}, playing {option} (a swap file takes no large swap entries)",
-                        crate::table::run_label(&run.result)
+                        table::run_label(&run.result)
                     ),
                 ),
                 None => ("", String::new()),
@@ -226,11 +161,12 @@ pub fn notes(scenario: &Scenario, host: &live::Host, runs: &[LiveRun]) -> String
 }
 
 pub fn kernel_run(args: &LiveArgs) -> Result<(), Failure> {
-    let scenario = parse::load(&args.scenario)?;
+    let scenario = scenarios::load("kernel-run", &args.scenario)?;
     // the profile only resolves the scenario here; fall back to the newest when none matches
     let profile = kernel_profile().unwrap_or_else(|_| parse::DEFAULT_PROFILE.to_string());
     let specs = resolve(&scenario, args, &profile)?;
-    let (host, runs) = live_runs(&scenario, &specs)?;
+    let host = preflight(&specs)?;
+    let runs = live_runs(&scenario, &host, &specs)?;
     if let Some(json) = &args.json {
         let encoded = live_json(&runs).map_err(|m| crate::json_error(json, m))?;
         let document =
@@ -238,7 +174,7 @@ pub fn kernel_run(args: &LiveArgs) -> Result<(), Failure> {
         output::write_atomically(json, &document)?;
     }
     let results: Vec<RunResult> = runs.iter().map(|r| r.result.clone()).collect();
-    let mut text = crate::header(&scenario, args.seed, &[]);
+    let mut text = header(&scenario, args.seed, &[]);
     let mut comparison = table::comparison(&scenario, &results);
     // a live run's time is wall-clock time
     if let Some(first) = comparison.rows.first_mut() {
@@ -248,51 +184,4 @@ pub fn kernel_run(args: &LiveArgs) -> Result<(), Failure> {
     text.push_str(&notes(&scenario, &host, &runs));
     crate::print_stdout(&text);
     Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn args(s: &str) -> Vec<String> {
-        s.split_whitespace().map(String::from).collect()
-    }
-
-    #[test]
-    fn flags_in_both_forms() {
-        let a = parse_args(
-            &args("s.toml --variant 4K --variant=2M --set a=b --seed=3 --json out.json"),
-            false,
-        )
-        .unwrap();
-        assert_eq!(a.scenario, PathBuf::from("s.toml"));
-        assert_eq!(a.variants, vec!["4K", "2M"]);
-        assert_eq!(a.sets, vec!["a=b"]);
-        assert_eq!(a.seed, 3);
-        assert_eq!(a.json, Some(PathBuf::from("out.json")));
-        assert_eq!(a.profile, None);
-        let v = parse_args(&args("s.toml --profile v6.12"), true).unwrap();
-        assert_eq!(v.profile.as_deref(), Some("v6.12"));
-    }
-
-    #[test]
-    fn usage_errors() {
-        assert!(matches!(parse_args(&[], false), Err(ArgError::Usage(_))));
-        assert!(matches!(
-            parse_args(&args("s.toml --profile v6.12"), false),
-            Err(ArgError::Usage(_))
-        ));
-        assert!(matches!(
-            parse_args(&args("s.toml --variant"), true),
-            Err(ArgError::Usage(_))
-        ));
-        assert!(matches!(
-            parse_args(&args("a.toml b.toml"), true),
-            Err(ArgError::Usage(_))
-        ));
-        assert!(matches!(
-            parse_args(&args("s.toml --seed x"), true),
-            Err(ArgError::Value { .. })
-        ));
-    }
 }

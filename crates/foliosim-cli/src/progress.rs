@@ -1,27 +1,36 @@
-//! A progress bar on stderr for runs that take a while. Drawn only when stderr is a terminal and
-//! a run has lasted more than a second, so scripted use and quick runs print nothing.
+//! A progress bar on stderr for runs that take a while (indicatif). Drawn only when stderr is a
+//! terminal and a run has lasted more than a second, so scripted use and quick runs print nothing.
 
-use std::io::{IsTerminal, Write};
+use std::io::IsTerminal;
 use std::time::{Duration, Instant};
 
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+
 const SHOW_AFTER: Duration = Duration::from_secs(1);
-const REDRAW_EVERY: Duration = Duration::from_millis(100);
-const BAR_WIDTH: usize = 30;
+const REDRAWS_PER_SECOND: u8 = 10;
+/// Positions of the bar: the fraction done in thousandths.
+const STEPS: u64 = 1000;
 
 pub struct Progress {
     enabled: bool,
-    label: String,
+    bar: ProgressBar,
     start: Instant,
-    last_draw: Option<Instant>,
+    shown: bool,
 }
 
 impl Progress {
     pub fn new(label: String) -> Progress {
+        let bar = ProgressBar::with_draw_target(Some(STEPS), ProgressDrawTarget::hidden());
+        let style = ProgressStyle::with_template("{msg} [{bar:30}] {percent:>3}% {elapsed}")
+            .expect("a valid template")
+            .progress_chars("# ");
+        bar.set_style(style);
+        bar.set_message(label);
         Progress {
             enabled: std::io::stderr().is_terminal(),
-            label,
+            bar,
             start: Instant::now(),
-            last_draw: None,
+            shown: false,
         }
     }
 
@@ -30,43 +39,26 @@ impl Progress {
         if !self.enabled {
             return;
         }
-        let now = Instant::now();
-        if now.duration_since(self.start) < SHOW_AFTER {
-            return;
+        if !self.shown {
+            if self.start.elapsed() < SHOW_AFTER {
+                return;
+            }
+            self.bar
+                .set_draw_target(ProgressDrawTarget::stderr_with_hz(REDRAWS_PER_SECOND));
+            self.shown = true;
         }
-        if self
-            .last_draw
-            .is_some_and(|t| now.duration_since(t) < REDRAW_EVERY)
-        {
-            return;
-        }
-        self.last_draw = Some(now);
         let fraction = if fraction.is_finite() {
             fraction.clamp(0.0, 1.0)
         } else {
             0.0
         };
-        let filled = (fraction * BAR_WIDTH as f64) as usize;
-        let line = format!(
-            "\r{} [{}{}] {:3.0}% {:.0}s",
-            self.label,
-            "#".repeat(filled),
-            " ".repeat(BAR_WIDTH - filled),
-            fraction * 100.0,
-            now.duration_since(self.start).as_secs_f64()
-        );
-        let mut err = std::io::stderr().lock();
-        let _ = err.write_all(line.as_bytes());
-        let _ = err.flush();
+        self.bar.set_position((fraction * STEPS as f64) as u64);
     }
 
     /// Clears the bar if one was drawn.
     pub fn finish(&mut self) {
-        if self.last_draw.take().is_some() {
-            let mut err = std::io::stderr().lock();
-            // carriage return, then erase the line
-            let _ = err.write_all(b"\r\x1b[2K");
-            let _ = err.flush();
+        if std::mem::take(&mut self.shown) {
+            self.bar.finish_and_clear();
         }
     }
 }

@@ -1,6 +1,7 @@
 //! The comparison table: one column per run (profile/variant), one row per key figure.
 
-use foliosim::scenario::{Program, Scenario};
+use comfy_table::{presets, CellAlignment, ColumnConstraint, Table as TextTable, Width};
+use foliosim::scenario::{Program, Scenario, TaskSpec};
 use foliosim::RunResult;
 
 /// /proc/vmstat counters always shown, in this order.
@@ -59,21 +60,7 @@ pub fn comparison(scenario: &Scenario, runs: &[RunResult]) -> Table {
         runs.iter().map(|r| format_ms(r.sim_time_ns)).collect(),
     ));
     for (index, task) in scenario.tasks.iter().enumerate() {
-        // usemem throughput adds up over its processes; an op list's figure is when it (or the
-        // last of the tasks named after it) exited
-        let (field, sum, label) = match task.program {
-            Program::Usemem { .. } => (
-                "throughput_kbps",
-                true,
-                format!("{} throughput_kbps", task.name),
-            ),
-            Program::Kbuild { .. } => ("sys_ns", true, format!("{} sys_ns", task.name)),
-            Program::Ops(_)
-            | Program::ThpSwapAllocator { .. }
-            | Program::ZeroSubpage { .. }
-            | Program::Xsbench(_)
-            | Program::FileRead(_) => ("exit_ns", false, format!("{} exit (ms)", task.name)),
-        };
+        let (field, sum, label) = task_metric(task);
         let cells = runs
             .iter()
             .map(|run| {
@@ -138,6 +125,25 @@ pub fn comparison(scenario: &Scenario, runs: &[RunResult]) -> Table {
     Table { columns, rows }
 }
 
+/// The figure a task's row shows: (result field, summed over the task's processes rather than
+/// the latest of them, row label). usemem throughput adds up over its processes; an op list's
+/// figure is when it (or the last of the tasks named after it) exited.
+fn task_metric(task: &TaskSpec) -> (&'static str, bool, String) {
+    match task.program {
+        Program::Usemem { .. } => (
+            "throughput_kbps",
+            true,
+            format!("{} throughput_kbps", task.name),
+        ),
+        Program::Kbuild { .. } => ("sys_ns", true, format!("{} sys_ns", task.name)),
+        Program::Ops(_)
+        | Program::ThpSwapAllocator { .. }
+        | Program::ZeroSubpage { .. }
+        | Program::Xsbench(_)
+        | Program::FileRead(_) => ("exit_ns", false, format!("{} exit (ms)", task.name)),
+    }
+}
+
 fn task_name(task: &serde_json::Map<String, serde_json::Value>) -> &str {
     task.get("name").and_then(|v| v.as_str()).unwrap_or("")
 }
@@ -165,43 +171,54 @@ fn format_ms(ns: u64) -> String {
 
 /// Renders the table: labels left-aligned, figures right-aligned, two spaces between columns.
 pub fn render(table: &Table) -> String {
-    let label_width = table
-        .rows
-        .iter()
-        .map(|(l, _)| l.chars().count())
-        .max()
-        .unwrap_or(0);
-    let widths: Vec<usize> = table
-        .columns
-        .iter()
-        .enumerate()
-        .map(|(i, c)| {
-            table
-                .rows
-                .iter()
-                .filter_map(|(_, cells)| cells.get(i))
-                .map(|s| s.chars().count())
-                .chain(std::iter::once(c.chars().count()))
-                .max()
-                .unwrap_or(0)
-        })
-        .collect();
-    let mut out = String::new();
-    let mut line = format!("{:label_width$}", "");
-    for (c, w) in table.columns.iter().zip(&widths) {
-        line.push_str(&format!("  {c:>w$}"));
-    }
-    out.push_str(line.trim_end());
-    out.push('\n');
+    let mut text = TextTable::new();
+    text.load_style(presets::NOTHING)
+        .force_no_tty()
+        .set_header(std::iter::once(String::new()).chain(table.columns.iter().cloned()));
     for (label, cells) in &table.rows {
-        let mut line = format!("{label:label_width$}");
-        for (cell, w) in cells.iter().zip(&widths) {
-            line.push_str(&format!("  {cell:>w$}"));
-        }
-        out.push_str(line.trim_end());
-        out.push('\n');
+        text.add_row(std::iter::once(label.clone()).chain(cells.iter().cloned()));
     }
-    out
+    let mut columns = text.column_iter_mut();
+    if let Some(labels) = columns.next() {
+        labels.set_padding((0, 0));
+    }
+    for figures in columns {
+        figures.set_padding((2, 0));
+        figures.set_cell_alignment(CellAlignment::Right);
+    }
+    lines(&text)
+}
+
+/// A left-aligned text column and right-aligned figure columns of at least `min_width`
+/// characters, each line indented by two spaces: the `reproduce` table of published figures.
+pub fn render_aligned(
+    header: &[&str],
+    rows: &[Vec<String>],
+    right_from: usize,
+    min_width: u16,
+) -> String {
+    let mut text = TextTable::new();
+    text.load_style(presets::NOTHING)
+        .force_no_tty()
+        .set_header(header.to_vec());
+    for row in rows {
+        text.add_row(row.clone());
+    }
+    for (index, column) in text.column_iter_mut().enumerate() {
+        column.set_padding((2, 0));
+        if index >= right_from {
+            column.set_constraint(ColumnConstraint::LowerBoundary(Width::Fixed(min_width + 2)));
+            column.set_cell_alignment(CellAlignment::Right);
+        }
+    }
+    lines(&text)
+}
+
+/// The table's lines without trailing spaces, each ending in a newline.
+fn lines(text: &TextTable) -> String {
+    text.lines()
+        .map(|l| format!("{}\n", l.trim_end()))
+        .collect()
 }
 
 #[cfg(test)]
@@ -228,6 +245,21 @@ mod tests {
             "          v6.9/4K      b\n\
              pgfault         1  12345\n\
              oom_kill      100      0\n"
+        );
+    }
+
+    #[test]
+    fn render_aligned_keeps_figure_columns_at_least_min_width() {
+        let rows = vec![vec![
+            "-a iteration 1".to_string(),
+            "v6.10/a".to_string(),
+            "87.05".to_string(),
+            "85.71".to_string(),
+        ]];
+        assert_eq!(
+            render_aligned(&["figure", "run", "simulated", "published"], &rows, 2, 12),
+            "  figure          run         simulated     published\n  \
+             -a iteration 1  v6.10/a         87.05         85.71\n"
         );
     }
 }

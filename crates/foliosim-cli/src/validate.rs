@@ -5,12 +5,13 @@
 
 use std::collections::BTreeSet;
 
-use foliosim::scenario::parse;
 use foliosim::{RunResult, Scenario};
 use serde_json::Value;
 
-use crate::kernel_run::{self, LiveArgs};
-use crate::{output, table, Failure};
+use crate::args::ValidateArgs;
+use crate::kernel_run;
+use crate::run::run_all;
+use crate::{output, scenarios, table, Failure};
 
 /// One line of the side-by-side table.
 #[derive(Clone, Debug, PartialEq)]
@@ -272,15 +273,18 @@ pub fn differences(rows: &[Row]) -> String {
     text
 }
 
-pub fn validate(args: &LiveArgs) -> Result<(), Failure> {
-    let scenario = parse::load(&args.scenario)?;
-    let profile = match &args.profile {
+pub fn validate(validate_args: &ValidateArgs) -> Result<(), Failure> {
+    let args = &validate_args.live;
+    let scenario = scenarios::load("validate", &args.scenario)?;
+    let profile = match &validate_args.profile {
         Some(p) => p.clone(),
         None => kernel_run::kernel_profile()?,
     };
     let specs = kernel_run::resolve(&scenario, args, &profile)?;
-    let sim_runs = crate::run_all(&scenario, &specs)?;
-    let (host, live_runs) = kernel_run::live_runs(&scenario, &specs)?;
+    // what the machine cannot do is refused before the (possibly long) simulation
+    let host = kernel_run::preflight(&specs)?;
+    let sim_runs = run_all(&scenario, &specs)?;
+    let live_runs = kernel_run::live_runs(&scenario, &host, &specs)?;
     if let Some(json) = &args.json {
         let mut encoded = sim_runs
             .iter()
@@ -330,6 +334,7 @@ pub fn validate(args: &LiveArgs) -> Result<(), Failure> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use foliosim::scenario::parse;
     use serde_json::json;
 
     fn result(profile: &str) -> RunResult {
@@ -436,5 +441,12 @@ mod tests {
             "{text}"
         );
         assert!(differences(&rows).contains("pswpin 5 vs 0"));
+        // the ratios' decimal points line up whether or not an `=` follows
+        assert_eq!(
+            text,
+            "         v6.18/4K  live-6.18/4K  sim/live\n\
+             pswpout    131072        131072   1.000 =\n\
+             pswpin          5             0       -\n"
+        );
     }
 }

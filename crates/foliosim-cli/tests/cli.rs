@@ -339,33 +339,169 @@ fn bad_memory_policies_name_the_key_and_the_expected_form() {
     );
 }
 
-#[test]
-fn usage_errors_exit_2_with_usage() {
-    for args in [
-        vec![],
-        vec!["frobnicate"],
-        vec!["run"],
-        vec!["run", "x.toml", "--bogus"],
-        vec!["run", "x.toml", "--seed"],
-    ] {
-        let out = foliosim().args(&args).output().unwrap();
-        let stderr = stderr_of(&out);
-        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
-        assert!(stderr.contains("usage: foliosim run"), "{args:?}: {stderr}");
+/// Usage errors: exit 2, clap's reason on one line starting `foliosim: `, then one line saying
+/// where the help is (no usage dump).
+fn expect_usage_error(args: &[&str], needles: &[&str]) {
+    let out = foliosim().args(args).output().unwrap();
+    let stderr = stderr_of(&out);
+    assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+    let lines: Vec<&str> = stderr.lines().collect();
+    assert_eq!(lines.len(), 2, "{args:?}: two lines expected: {stderr}");
+    assert!(lines[0].starts_with("foliosim: "), "{args:?}: {stderr}");
+    assert!(
+        lines[1].starts_with("For more information, try 'foliosim") && lines[1].contains("--help"),
+        "{args:?}: {stderr}"
+    );
+    for needle in needles {
+        assert!(
+            stderr.contains(needle),
+            "{args:?}: {needle:?} missing: {stderr}"
+        );
     }
-    let out = foliosim()
-        .args(["run", "x.toml", "--seed", "many"])
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(2));
-    assert!(stderr_of(&out).contains("--seed: many: expected an unsigned integer"));
+    assert!(out.stdout.is_empty(), "{args:?}: nothing on stdout");
 }
 
 #[test]
-fn help_exits_0() {
+fn usage_errors_exit_2_with_a_short_message() {
+    expect_usage_error(
+        &[],
+        &["missing command (run, reproduce, kernel-run, validate, list)"],
+    );
+    expect_usage_error(&["frobnicate"], &["'frobnicate'"]);
+    expect_usage_error(&["run"], &["<SCENARIO>", "'foliosim run --help'"]);
+    expect_usage_error(
+        &["run", "x.toml", "--bogus"],
+        &["'--bogus'", "'foliosim run --help'"],
+    );
+    expect_usage_error(&["run", "x.toml", "--seed"], &["--seed"]);
+    expect_usage_error(
+        &["run", "x.toml", "--seed", "many"],
+        &["'many'", "--seed", "expected an unsigned integer"],
+    );
+    expect_usage_error(
+        &["validate", "x.toml", "--frob"],
+        &["'--frob'", "'foliosim validate --help'"],
+    );
+    expect_usage_error(
+        &["kernel-run", "x.toml", "--profile", "v6.12"],
+        &["'--profile'"],
+    );
+    expect_usage_error(&["list", "extra"], &["'extra'"]);
+}
+
+#[test]
+fn help_exits_0_and_lists_every_command() {
     let out = foliosim().arg("--help").output().unwrap();
     assert_eq!(out.status.code(), Some(0));
-    assert!(String::from_utf8_lossy(&out.stdout).contains("usage: foliosim run"));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("Usage: foliosim <COMMAND>"), "{stdout}");
+    for command in ["run", "reproduce", "kernel-run", "validate", "list"] {
+        assert!(
+            stdout
+                .lines()
+                .any(|l| l.trim_start().starts_with(&format!("{command} "))),
+            "{command} missing from --help:\n{stdout}"
+        );
+    }
+    // each command's own help names its flags
+    for (command, flags) in [
+        (
+            "run",
+            &[
+                "--profile",
+                "--variant",
+                "--set",
+                "--seed",
+                "--json",
+                "--check",
+            ][..],
+        ),
+        ("reproduce", &["NAME|all", "--seed", "--json", "--check"]),
+        ("kernel-run", &["--variant", "--set", "--seed", "--json"]),
+        (
+            "validate",
+            &["--variant", "--set", "--seed", "--json", "--profile"],
+        ),
+    ] {
+        let out = foliosim().args([command, "--help"]).output().unwrap();
+        assert_eq!(out.status.code(), Some(0));
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            stdout.contains(&format!("Usage: foliosim {command}")),
+            "{stdout}"
+        );
+        for flag in flags {
+            assert!(
+                stdout.contains(flag),
+                "{flag} missing from {command} --help:\n{stdout}"
+            );
+        }
+    }
+    let out = foliosim().arg("--version").output().unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        format!("foliosim {}\n", env!("CARGO_PKG_VERSION"))
+    );
+}
+
+/// An unknown scenario name: exit 2, one line naming the bundled scenarios.
+#[test]
+fn unknown_scenario_name_names_the_bundled_ones() {
+    for command in ["run", "reproduce", "validate", "kernel-run"] {
+        let out = foliosim()
+            .args([command, "no-such-scenario"])
+            .output()
+            .unwrap();
+        let stderr = stderr_of(&out);
+        assert_eq!(out.status.code(), Some(2), "{command}: {stderr}");
+        assert_eq!(stderr.lines().count(), 1, "{command}: {stderr}");
+        assert!(
+            stderr.starts_with(&format!("foliosim: {command}: no-such-scenario: ")),
+            "{stderr}"
+        );
+        assert!(
+            stderr.contains("usemem-small") && stderr.contains("thp-swap-allocator"),
+            "{stderr}"
+        );
+    }
+}
+
+/// Whether this process runs as root (a live run would really run).
+fn is_root() -> bool {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("Uid:"))
+                .and_then(|ids| ids.split_whitespace().nth(1).map(|e| e == "0"))
+        })
+        .unwrap_or(false)
+}
+
+#[test]
+fn validate_takes_a_bundled_name() {
+    // the name resolves: the next check, the profile, is what fails (root or not)
+    let out = foliosim()
+        .args(["validate", "thp-swap-allocator", "--profile", "v0"])
+        .output()
+        .unwrap();
+    let stderr = stderr_of(&out);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.starts_with("foliosim: --profile: v0: "), "{stderr}");
+    if is_root() {
+        return;
+    }
+    // not root: refused by the live run's preflight, before anything runs
+    let out = foliosim()
+        .args(["validate", "thp-swap-allocator", "--profile", "v6.18"])
+        .output()
+        .unwrap();
+    let stderr = stderr_of(&out);
+    assert_eq!(out.status.code(), Some(3), "{stderr}");
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(stderr.contains("need root"), "{stderr}");
+    assert!(out.stdout.is_empty());
 }
 
 #[test]
@@ -500,4 +636,38 @@ fn usemem_small_is_deterministic_under_check() {
     assert_eq!(runs.len(), 8);
     assert_eq!(runs[0]["variant"], "4K");
     assert_eq!(runs[1]["variant"], "64K");
+}
+
+#[test]
+fn run_takes_a_bundled_name_as_it_takes_the_path() {
+    let dir = TempDir::new("bundled-name");
+    let mut outputs = Vec::new();
+    for scenario in [
+        "usemem-small".to_string(),
+        bundled("usemem-small.toml").display().to_string(),
+    ] {
+        let json = dir.path("out.json");
+        let out = foliosim()
+            .args([
+                "run",
+                &scenario,
+                "--profile",
+                "v6.18",
+                "--variant",
+                "64K",
+                "--json",
+            ])
+            .arg(&json)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+        outputs.push((std::fs::read(&json).unwrap(), out.stdout));
+    }
+    assert!(
+        outputs[0] == outputs[1],
+        "a name and its path give different results"
+    );
+    let stdout = String::from_utf8_lossy(&outputs[0].1);
+    assert!(stdout.contains("scenario usemem-small"), "{stdout}");
+    assert!(stdout.contains("v6.18/64K"), "{stdout}");
 }
