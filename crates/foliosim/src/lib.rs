@@ -4,6 +4,7 @@
 pub mod check;
 pub mod machine;
 pub mod mm;
+pub mod run;
 pub mod scenario;
 pub mod sim;
 pub mod stats;
@@ -14,11 +15,12 @@ pub use stats::result::RunResult;
 
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");
 
-/// Runs one (scenario, profile, variant, seed). `progress` is called with the fraction done.
+/// Runs one (scenario, profile, variant, seed): boot, spawn, drive, result (see run.rs).
+/// `progress` is called with the fraction done.
 /// Returns Err only for input the scenario validation could not catch (e.g. a task that names a
 /// region it never mapped); invariant violations under `check` are reported as `SimFailure`.
 pub fn run(spec: &RunSpec, progress: &mut dyn FnMut(f64)) -> Result<RunResult, RunError> {
-    mm::Kernel::boot(spec)?.run(progress)
+    run::Simulation::start(spec)?.run(progress)
 }
 
 #[derive(Debug)]

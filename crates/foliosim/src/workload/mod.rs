@@ -1,9 +1,14 @@
-//! Workloads: tasks, the operations they run, and benchmark generators.
+//! Workloads: the programs tasks run, the interpreter of their operations, and benchmark
+//! generators. The workload spawns its tasks into a booted kernel (spawn.rs) and runs their
+//! programs (exec.rs) when the scheduler gives them a CPU; barriers between tasks are in
+//! barrier.rs.
 
+pub mod barrier;
 pub mod exec;
 pub mod file_read;
 pub mod kbuild;
 pub mod poisson;
+pub mod spawn;
 pub mod task;
 pub mod thp_swap_allocator;
 pub mod usemem;
@@ -13,6 +18,18 @@ pub mod zero_subpage;
 use crate::scenario::IterationReport;
 use crate::stats::{Mthp, VmStat};
 use serde_json::{json, Map, Value};
+use task::TaskProgram;
+
+/// The workload of one run: per task id (kernel threads included, with empty programs) the
+/// program and its progress, and what the generators keep for the whole run.
+#[derive(Default)]
+pub struct Workload {
+    pub tasks: Vec<TaskProgram>,
+    /// Figures of generator iterations, in the order they ended.
+    pub iterations: Vec<Map<String, Value>>,
+    /// The XSBench generator's parameters, when a task runs it.
+    pub xsbench: Option<xsbench::Xsbench>,
+}
 
 /// The figures of one iteration, from the counters at its start and end.
 pub fn iteration_figures(

@@ -202,52 +202,65 @@ impl Kernel {
         }
         Ok(ns)
     }
+}
 
+impl super::Workload {
     /// Runs lookups of task `t` until the quantum ends. Ok(true) when all are done.
     pub fn xsbench_lookups(
         &mut self,
+        k: &mut Kernel,
         t: u32,
         lookups: u64,
         quantum_end_ns: u64,
     ) -> Result<bool, Killed> {
-        let mm = self.tasks[t as usize].mm.expect("user task has an mm");
+        let mm = k.tasks[t as usize].mm.expect("user task has an mm");
         let Some(x) = self.xsbench else {
             return Ok(true);
         };
-        if self.tasks[t as usize].xs.is_none() {
-            let seed = self.rng.next_u64();
-            let find = |k: &Kernel, name: &str| {
-                let r = k.tasks[t as usize].region(name).expect("xsbench region");
+        let prog = &mut self.tasks[t as usize];
+        if prog.xs.is_none() {
+            let seed = k.rng.next_u64();
+            let find = |name: &str| {
+                let r = prog.region(name).expect("xsbench region");
                 let vi = k.mms[mm as usize].find_vma(r.start).expect("mapped");
                 (vi, r.start)
             };
-            self.tasks[t as usize].xs = Some(LookupState {
+            let st = LookupState {
                 done: 0,
                 drawn: 0,
                 ahead: [(0, 0.0); AHEAD],
                 rng: crate::sim::rng::Rng::new(seed),
-                nuclides: find(self, REGION_NUCLIDES),
-                unionized: find(self, REGION_UNIONIZED),
-                index: find(self, REGION_INDEX),
+                nuclides: find(REGION_NUCLIDES),
+                unionized: find(REGION_UNIONIZED),
+                index: find(REGION_INDEX),
                 materials: std::rc::Rc::new(x.materials()),
                 lookup_ns: 0,
                 pace_ns: 0.0,
                 sampled_at_ns: 0,
                 unionized_reads: 0.0,
                 nuclide_reads: 0.0,
-            });
+            };
+            prog.xs = Some(st);
         }
-        let mut st = self.tasks[t as usize].xs.take().expect("state");
+        let mut st = prog.xs.take().expect("state");
         let n_union = x.union_points();
         let row_bytes = x.isotopes * 4;
         if x.poisson_index {
-            let r = self.xsbench_lookups_poisson(t, mm, &x, &mut st, lookups, quantum_end_ns);
+            let r = k.xsbench_lookups_poisson(
+                t,
+                mm,
+                &x,
+                &mut st,
+                &mut prog.lookups,
+                lookups,
+                quantum_end_ns,
+            );
             let finished = st.done >= lookups;
-            self.tasks[t as usize].xs = (!finished).then_some(st);
+            prog.xs = (!finished).then_some(st);
             return r.map(|()| finished);
         }
-        let cpu = self.current_cpu as usize;
-        while st.done < lookups && self.clock_ns < quantum_end_ns {
+        let cpu = k.current_cpu as usize;
+        while st.done < lookups && k.clock_ns < quantum_end_ns {
             while st.drawn < lookups && st.drawn < st.done + AHEAD as u64 {
                 let (mat, e) = draw_lookup(&mut st.rng);
                 st.ahead[(st.drawn % AHEAD as u64) as usize] = (mat as u8, e);
@@ -255,11 +268,11 @@ impl Kernel {
                 let row = ((e * n_union as f64) as u64).min(n_union - 1);
                 let (vi, base) = st.index;
                 let page = (row * row_bytes / PAGE) as u32;
-                let v = &self.mms[mm as usize].vmas[vi];
+                let v = &k.mms[mm as usize].vmas[vi];
                 if let Some(pte) = v.ptes.get((base + page - v.start) as usize) {
                     super::exec::prefetch(pte);
                 }
-                super::exec::prefetch(self.cpu_tlbs[cpu].entry(mm, base + page));
+                super::exec::prefetch(k.cpu_tlbs[cpu].entry(mm, base + page));
             }
             let (mat, e) = st.ahead[(st.done % AHEAD as u64) as usize];
             let mat = mat as usize;
@@ -270,33 +283,37 @@ impl Kernel {
             let last = (row * row_bytes + row_bytes - 1) / PAGE;
             for page in first..=last {
                 let (vi, base) = st.index;
-                ns += self.xs_read(mm, vi, base + page as u32, 1)?;
+                ns += k.xs_read(mm, vi, base + page as u32, 1)?;
             }
             if st.done % x.sample == 0 {
-                let (hot, _, _) = self.xs_hot_reads(mm, &x, &mut st, mat, e, x.sample)?;
+                let (hot, _, _) = k.xs_hot_reads(mm, &x, &mut st, mat, e, x.sample)?;
                 ns += hot * x.sample;
             }
-            self.clock_ns += ns;
-            let task = &mut self.tasks[t as usize];
+            k.clock_ns += ns;
+            let task = &mut k.tasks[t as usize];
             task.user_ns += ns;
             task.touches += 1;
-            task.lookups += 1;
+            prog.lookups += 1;
             st.done += 1;
         }
         let finished = st.done >= lookups;
-        self.tasks[t as usize].xs = (!finished).then_some(st);
+        prog.xs = (!finished).then_some(st);
         Ok(finished)
     }
+}
 
+impl Kernel {
     /// The lookup loop with Poisson index-grid reads: hint faults come as events; one lookup in
     /// `sample` draws a material and energy, makes the hot-array reads and measures the lookup's
     /// cost (its index-grid part from the nodes of a few random rows); the others cost that.
+    #[allow(clippy::too_many_arguments)]
     fn xsbench_lookups_poisson(
         &mut self,
         t: u32,
         mm: u32,
         x: &Xsbench,
         st: &mut LookupState,
+        lookups_done: &mut u64,
         lookups: u64,
         quantum_end_ns: u64,
     ) -> Result<(), Killed> {
@@ -307,7 +324,7 @@ impl Kernel {
         // Pages a row spans on average: one, plus the chance that it crosses a page boundary.
         let pages_per_lookup = 1.0 + (row_bytes - 1) as f64 / PAGE as f64;
         while st.done < lookups && self.clock_ns < quantum_end_ns {
-            self.poisson_take_due()?;
+            super::poisson::take_due(self)?;
             if st.done % x.sample == 0 || st.lookup_ns == 0 {
                 let w = x.sample;
                 let mut index_ns = 0;
@@ -360,14 +377,12 @@ impl Kernel {
                     (st.nuclides, st.nuclide_reads),
                 ] {
                     let pages = self.mms[mm as usize].vmas[vi].ptes.len() as f64;
-                    self.poisson_set_rate(mm, vi, lookups_per_ns * reads / pages);
+                    super::poisson::set_rate(self, mm, vi, lookups_per_ns * reads / pages);
                 }
             }
             // Unsampled lookups up to the next sampled one, the next hint fault or the quantum's end.
-            let until = self
-                .poisson_events
-                .next_time(quantum_end_ns)
-                .unwrap_or(quantum_end_ns);
+            let until =
+                super::poisson::next_hint_fault(self, quantum_end_ns).unwrap_or(quantum_end_ns);
             let fit = until
                 .saturating_sub(self.clock_ns)
                 .div_ceil(st.lookup_ns)
@@ -380,7 +395,7 @@ impl Kernel {
             let task = &mut self.tasks[t as usize];
             task.user_ns += ns;
             task.touches += k;
-            task.lookups += k;
+            *lookups_done += k;
             st.done += k;
         }
         Ok(())
