@@ -328,7 +328,7 @@ fn zram_holds_compressed_pages_in_machine_memory() {
 fn the_invariant_checker_catches_broken_state() {
     let scenario = parse_str(MEMCG_PRESSURE, "test.toml").unwrap();
     let spec = resolve(&scenario, "v6.12", None, &[], 1, true).unwrap();
-    let mut k = foliosim::mm::Kernel::boot(&spec).unwrap();
+    let mut k = foliosim::run::Simulation::start(&spec).unwrap().kernel;
     k.current = 1;
     let mm = k.tasks[1].mm.unwrap();
     let start = k.mmap_anon(mm, 16);
@@ -460,7 +460,7 @@ fn slot_cache_batches_allocations_and_holds_frees_once_active() {
     let toml = MEMCG_PRESSURE.replace(r#"size = "1G""#, r#"size = "4M""#);
     let scenario = parse_str(&toml, "test.toml").unwrap();
     let spec = resolve(&scenario, "v6.12", None, &[], 1, true).unwrap();
-    let mut k = foliosim::mm::Kernel::boot(&spec).unwrap();
+    let mut k = foliosim::run::Simulation::start(&spec).unwrap().kernel;
     assert!(!k.slot_cache.active, "the cache starts inactive");
     let (dev, first) = k.alloc_swap_slot().unwrap();
     assert!(k.slot_cache.active, "1023 free slots > 2 x 320");
@@ -494,7 +494,7 @@ fn slot_cache_batches_allocations_and_holds_frees_once_active() {
     );
 
     let newest = resolve(&scenario, "v6.18", None, &[], 1, true).unwrap();
-    let mut k = foliosim::mm::Kernel::boot(&newest).unwrap();
+    let mut k = foliosim::run::Simulation::start(&newest).unwrap().kernel;
     k.alloc_swap_slot().unwrap();
     assert_eq!(k.swap[0].inuse_pages, 1, "no slot cache after v6.14");
 }
@@ -528,7 +528,7 @@ ops = [{ op = "mmap", region = "a", size = "4M" }]
     let scenario = parse_str(toml, "test.toml").unwrap();
     let names = |profile: &str| {
         let spec = resolve(&scenario, profile, None, &[], 1, true).unwrap();
-        let mut k = foliosim::mm::Kernel::boot(&spec).unwrap();
+        let mut k = foliosim::run::Simulation::start(&spec).unwrap().kernel;
         let devs: Vec<u32> = (0..4).map(|_| k.get_swap_pages(0).unwrap().0).collect();
         devs.iter()
             .map(|&d| k.swap[d as usize].name.clone())
