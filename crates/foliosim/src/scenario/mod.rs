@@ -3,9 +3,15 @@
 //! nothing past this module sees malformed input.
 
 pub mod generation;
+mod generators;
 pub mod knobs;
+mod machine;
+mod ops;
 pub mod parse;
 pub mod profile;
+mod resolve;
+pub mod units;
+pub(crate) mod walker;
 
 use std::collections::BTreeMap;
 

@@ -1,0 +1,278 @@
+//! The machine a scenario runs on: `[machine]` and its NUMA nodes, `[[swap]]` devices,
+//! `[[cgroup]]`s with their `memory.max`, and `[[file]]`s on the machine's disk.
+
+use std::collections::BTreeSet;
+
+use toml::Value;
+
+use super::generators::DEFAULT_READ_AHEAD_KB;
+use super::knobs;
+use super::parse::{DEFAULT_HARDWARE, PAGE_SIZE};
+use super::units::format_size;
+use super::walker::{describe, join, unique, Node, Res};
+use super::{CgroupSpec, FileSpec, MachineSpec, NodeSpec, SwapKind, SwapSpec, Tier};
+
+const MAX_FILE_BYTES: u64 = 1 << 44;
+
+/// Names of the hardware cost profiles `[machine] hardware` accepts.
+pub fn hardware_profile_names() -> Vec<String> {
+    crate::machine::hw::profile_names()
+        .iter()
+        .map(|s| s.to_string())
+        .collect()
+}
+
+pub(super) fn parse_machine(top: &Node) -> Res<MachineSpec> {
+    let Some(table) = top.table_opt("machine")? else {
+        return Err(top.missing("machine", "a [machine] table with [[machine.node]] entries"));
+    };
+    let machine = Node::new(top.cx, table, top.key("machine"), &["hardware", "node"])?;
+    let hardware = machine
+        .str_opt("hardware")?
+        .unwrap_or(DEFAULT_HARDWARE)
+        .to_string();
+    let names = hardware_profile_names();
+    if !names.contains(&hardware) {
+        return Err(machine.err(
+            "hardware",
+            format!(
+                "expected a hardware profile, one of {}, found {hardware:?}",
+                names.join(", ")
+            ),
+        ));
+    }
+    let mut nodes = Vec::new();
+    for (path, t) in machine.tables("node")? {
+        let node = Node::new(top.cx, t, path, &["memory", "cpus", "tier"])?;
+        let memory_bytes = node.positive_size("memory")?;
+        if memory_bytes % PAGE_SIZE != 0 {
+            return Err(node.err(
+                "memory",
+                format!("expected a multiple of 4 KiB, found {memory_bytes} bytes"),
+            ));
+        }
+        let cpus = node.int_opt("cpus", 0, 4096)?.unwrap_or(0) as u32;
+        let tier = node
+            .choice_opt("tier", &[("dram", Tier::Dram), ("cxl", Tier::Cxl)])?
+            .unwrap_or(Tier::Dram);
+        nodes.push(NodeSpec {
+            memory_bytes,
+            cpus,
+            tier,
+        });
+    }
+    if nodes.is_empty() {
+        return Err(machine.err(
+            "node",
+            "expected at least one [[machine.node]] with memory and cpus",
+        ));
+    }
+    let max_nodes = crate::mm::mempolicy::MAX_NUMNODES as usize;
+    if nodes.len() > max_nodes {
+        return Err(machine.err(
+            "node",
+            format!(
+                "expected at most {max_nodes} [[machine.node]] entries, found {}",
+                nodes.len()
+            ),
+        ));
+    }
+    let spec = MachineSpec { hardware, nodes };
+    if spec.nr_cpus() == 0 {
+        return Err(machine.err("node", "expected at least one CPU on some node, found none"));
+    }
+    Ok(spec)
+}
+
+const MAX_SWAP_BYTES: u64 = (1 << 27) * PAGE_SIZE;
+
+pub(super) fn parse_swap(top: &Node) -> Res<Vec<SwapSpec>> {
+    let kinds = [
+        ("brd", SwapKind::Brd),
+        ("zram", SwapKind::Zram),
+        ("ssd", SwapKind::Ssd),
+        ("hdd", SwapKind::Hdd),
+        ("file", SwapKind::File),
+    ];
+    let mut seen = BTreeSet::new();
+    let mut devices = Vec::new();
+    // swapon gives devices without a priority -2, -3, ... in the order they are enabled
+    let mut least_priority = -1;
+    for (path, t) in top.tables("swap")? {
+        let dev = Node::new(
+            top.cx,
+            t,
+            path,
+            &["name", "kind", "size", "priority", "discard"],
+        )?;
+        let name = dev.name("name")?;
+        unique(top.cx, &mut seen, &name, &dev.key("name"), "swap device")?;
+        let kind = dev.choice("kind", &kinds)?;
+        let size_bytes = dev.positive_size("size")?;
+        if size_bytes % PAGE_SIZE != 0 {
+            return Err(dev.err(
+                "size",
+                format!("expected a multiple of 4 KiB, found {size_bytes} bytes"),
+            ));
+        }
+        // Swap entries carry a 27-bit offset.
+        if size_bytes > MAX_SWAP_BYTES {
+            return Err(dev.err(
+                "size",
+                format!("expected at most 512G, found {}", format_size(size_bytes)),
+            ));
+        }
+        if size_bytes < 2 * PAGE_SIZE {
+            return Err(dev.err("size", "expected at least 8K: a header page and one slot"));
+        }
+        let priority = match dev.int_opt("priority", -32768, 32767)? {
+            Some(p) => p as i32,
+            None => {
+                least_priority -= 1;
+                least_priority
+            }
+        };
+        let discard = dev.bool_opt("discard")?.unwrap_or(false);
+        devices.push(SwapSpec {
+            name,
+            kind,
+            size_bytes,
+            priority,
+            discard,
+        });
+    }
+    Ok(devices)
+}
+
+pub(super) fn parse_cgroups(top: &Node, total_memory_bytes: u64) -> Res<Vec<CgroupSpec>> {
+    let mut seen = BTreeSet::new();
+    let mut cgroups = Vec::new();
+    for (path, t) in top.tables("cgroup")? {
+        // `memory.max = ...` unquoted is a nested table: say how to write it
+        if let Some(Value::Table(_)) = t.get("memory") {
+            return Err(top.cx.err(
+                &join(&path, "memory"),
+                "unknown key; expected \"memory.max\" with quotes, as in \"memory.max\" = \"1G\"",
+            ));
+        }
+        let cg = Node::new(top.cx, t, path, &["name", "memory.max"])?;
+        let name = cg.name("name")?;
+        unique(top.cx, &mut seen, &name, &cg.key("name"), "cgroup")?;
+        let memory_max_bytes = match cg.table.get("memory.max") {
+            None => None,
+            Some(Value::String(s)) => {
+                knobs::parse_memory_max(s).map_err(|m| cg.err("memory.max", m))?
+            }
+            Some(Value::Integer(i)) if *i > 0 => Some(*i as u64),
+            Some(v) => {
+                return Err(cg.err(
+                    "memory.max",
+                    format!(
+                        "expected a size greater than 0 or \"max\", found {}",
+                        describe(v)
+                    ),
+                ))
+            }
+        };
+        if let Some(limit) = memory_max_bytes {
+            check_limit_fits(limit, total_memory_bytes).map_err(|m| cg.err("memory.max", m))?;
+        }
+        cgroups.push(CgroupSpec {
+            name,
+            memory_max_bytes,
+        });
+    }
+    Ok(cgroups)
+}
+
+pub(super) fn check_limit_fits(limit_bytes: u64, total_memory_bytes: u64) -> Result<(), String> {
+    if limit_bytes > total_memory_bytes {
+        return Err(format!(
+            "expected a limit no larger than the machine's memory ({}), found {}",
+            format_size(total_memory_bytes),
+            format_size(limit_bytes)
+        ));
+    }
+    Ok(())
+}
+
+pub(super) fn cgroup_names(cgroups: &[CgroupSpec]) -> String {
+    if cgroups.is_empty() {
+        return "none defined".into();
+    }
+    cgroups
+        .iter()
+        .map(|c| c.name.as_str())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// `[[file]]`: files on the machine's disk, for the file ops of op programs. A file's id is its
+/// position here.
+pub(super) fn parse_files(top: &Node) -> Res<Vec<FileSpec>> {
+    let mut seen = BTreeSet::new();
+    let mut files = Vec::new();
+    for (path, t) in top.tables("file")? {
+        let f = Node::new(
+            top.cx,
+            t,
+            path,
+            &["name", "size", "read_ahead_kb", "large_folios"],
+        )?;
+        let name = f.name("name")?;
+        unique(top.cx, &mut seen, &name, &f.key("name"), "file")?;
+        let size_bytes = f.file_size()?;
+        let (read_ahead_kb, large_folios) = f.file_device()?;
+        files.push(FileSpec {
+            name,
+            size_bytes,
+            read_ahead_kb,
+            large_folios,
+        });
+    }
+    Ok(files)
+}
+
+impl Node<'_> {
+    /// A file's `read_ahead_kb` (the device's readahead maximum) and `large_folios` (the
+    /// filesystem's large-folio support), with their defaults.
+    pub(super) fn file_device(&self) -> Res<(u64, bool)> {
+        let read_ahead_kb = self
+            .int_opt("read_ahead_kb", 0, 1 << 20)?
+            .unwrap_or(DEFAULT_READ_AHEAD_KB as i64) as u64;
+        Ok((
+            read_ahead_kb,
+            self.bool_opt("large_folios")?.unwrap_or(true),
+        ))
+    }
+
+    /// The `size` of a file: greater than 0 and at most MAX_FILE_BYTES.
+    pub(super) fn file_size(&self) -> Res<u64> {
+        let size_bytes = self.positive_size("size")?;
+        if size_bytes > MAX_FILE_BYTES {
+            return Err(self.err("size", "expected a file of at most 16 TiB"));
+        }
+        Ok(size_bytes)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::parse::test_support::*;
+
+    #[test]
+    fn machine_errors() {
+        let no_cpus = "name = \"t\"\n[machine]\n[[machine.node]]\nmemory = \"1G\"\n[[task]]\nname = \"u\"\ngenerator = \"usemem\"\nsize = \"1M\"";
+        let e = parse(no_cpus).unwrap_err();
+        assert_eq!(e.key, "machine.node");
+        let no_nodes = "name = \"t\"\n[machine]\n[[task]]\nname = \"u\"\ngenerator = \"usemem\"\nsize = \"1M\"";
+        let e = parse(no_nodes).unwrap_err();
+        assert_eq!(e.key, "machine.node");
+        let bad_hw = MINIMAL.replace("[machine]", "[machine]\nhardware = \"vax\"");
+        let e = parse(&bad_hw).unwrap_err();
+        assert_eq!(e.key, "machine.hardware");
+        assert!(e.message.contains("x86-server"), "{e}");
+        let zero_mem = MINIMAL.replace("\"8G\"", "0");
+        assert_eq!(parse(&zero_mem).unwrap_err().key, "machine.node[0].memory");
+    }
+}
