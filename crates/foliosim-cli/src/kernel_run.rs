@@ -226,7 +226,7 @@ pub fn notes(scenario: &Scenario, host: &live::Host, runs: &[LiveRun]) -> String
 }
 
 pub fn kernel_run(args: &LiveArgs) -> Result<(), Failure> {
-    let scenario = parse::load(&args.scenario)?;
+    let scenario = Scenario::load(&args.scenario)?;
     // the profile only resolves the scenario here; fall back to the newest when none matches
     let profile = kernel_profile().unwrap_or_else(|_| parse::DEFAULT_PROFILE.to_string());
     let specs = resolve(&scenario, args, &profile)?;

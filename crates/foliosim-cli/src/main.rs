@@ -106,7 +106,7 @@ fn print_stdout(text: &str) {
 // run
 
 fn run(args: &RunArgs) -> Result<(), Failure> {
-    let scenario = parse::load(&args.scenario)?;
+    let scenario = Scenario::load(&args.scenario)?;
     let profiles = if args.profiles.is_empty() {
         scenario.profiles.clone()
     } else {
@@ -362,7 +362,7 @@ fn reproduce(args: &ReproduceArgs) -> Result<(), Failure> {
         None => {
             let mut with_published = Vec::new();
             for path in bundled_scenarios() {
-                let scenario = parse::load(&path)?;
+                let scenario = Scenario::load(&path)?;
                 if scenario
                     .published
                     .as_object()
@@ -384,7 +384,7 @@ fn reproduce(args: &ReproduceArgs) -> Result<(), Failure> {
     let mut text = String::new();
     let mut documents = Vec::new();
     for path in &files {
-        let scenario = parse::load(path)?;
+        let scenario = Scenario::load(path)?;
         let specs = resolve_all(
             &scenario,
             &scenario.profiles,
@@ -477,7 +477,7 @@ fn list() {
     let rows: Vec<(String, String)> = bundled_scenarios()
         .iter()
         .map(|path| {
-            let about = match parse::load(path) {
+            let about = match Scenario::load(path) {
                 Ok(s) => s.description,
                 Err(e) => format!("(invalid: {})", one_line(&e.to_string())),
             };

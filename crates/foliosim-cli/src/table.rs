@@ -1,6 +1,6 @@
 //! The comparison table: one column per run (profile/variant), one row per key figure.
 
-use foliosim::scenario::{Program, Scenario};
+use foliosim::scenario::Scenario;
 use foliosim::RunResult;
 
 /// /proc/vmstat counters always shown, in this order.
@@ -59,21 +59,12 @@ pub fn comparison(scenario: &Scenario, runs: &[RunResult]) -> Table {
         runs.iter().map(|r| format_ms(r.sim_time_ns)).collect(),
     ));
     for (index, task) in scenario.tasks.iter().enumerate() {
-        // usemem throughput adds up over its processes; an op list's figure is when it (or the
-        // last of the tasks named after it) exited
-        let (field, sum, label) = match task.program {
-            Program::Usemem { .. } => (
-                "throughput_kbps",
-                true,
-                format!("{} throughput_kbps", task.name),
-            ),
-            Program::Kbuild { .. } => ("sys_ns", true, format!("{} sys_ns", task.name)),
-            Program::Ops(_)
-            | Program::ThpSwapAllocator { .. }
-            | Program::ZeroSubpage { .. }
-            | Program::Xsbench(_)
-            | Program::FileRead(_) => ("exit_ns", false, format!("{} exit (ms)", task.name)),
-        };
+        // each generator names its figure (workload/<name>.rs): usemem's throughput adds up
+        // over its processes; an op list's figure is when it (or the last of the tasks named
+        // after it) exited
+        let metric = foliosim::workload::task_metric(&task.program);
+        let (field, sum) = (metric.field, metric.sum);
+        let label = format!("{} {}", task.name, metric.label);
         let cells = runs
             .iter()
             .map(|run| {

@@ -5,7 +5,6 @@
 
 use std::collections::BTreeSet;
 
-use foliosim::scenario::parse;
 use foliosim::{RunResult, Scenario};
 use serde_json::Value;
 
@@ -273,7 +272,7 @@ pub fn differences(rows: &[Row]) -> String {
 }
 
 pub fn validate(args: &LiveArgs) -> Result<(), Failure> {
-    let scenario = parse::load(&args.scenario)?;
+    let scenario = Scenario::load(&args.scenario)?;
     let profile = match &args.profile {
         Some(p) => p.clone(),
         None => kernel_run::kernel_profile()?,
@@ -349,7 +348,7 @@ mod tests {
     }
 
     fn scenario() -> Scenario {
-        parse::parse_str(
+        Scenario::parse_str(
             "name = \"t\"\n[machine]\n[[machine.node]]\nmemory = \"1G\"\ncpus = 1\n[[task]]\nname = \"t\"\nops = [{ op = \"sleep\", time = \"1ms\" }]\n",
             "t.toml",
         )

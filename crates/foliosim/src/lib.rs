@@ -15,6 +15,20 @@ pub use stats::result::RunResult;
 
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");
 
+/// Loading a scenario: the parser (scenario/) reads generator tasks with the workload's
+/// registry of generators, which it cannot name itself.
+impl Scenario {
+    /// Reads and checks a scenario file. Errors name the path as given.
+    pub fn load(path: &std::path::Path) -> Result<Scenario, InputError> {
+        scenario::parse::load(path, &workload::Registry)
+    }
+
+    /// Parses and checks scenario text; `file` names it in errors.
+    pub fn parse_str(text: &str, file: &str) -> Result<Scenario, InputError> {
+        scenario::parse::parse_str(text, file, &workload::Registry)
+    }
+}
+
 /// Runs one (scenario, profile, variant, seed): boot, spawn, drive, result (see run.rs).
 /// `progress` is called with the fraction done.
 /// Returns Err only for input the scenario validation could not catch (e.g. a task that names a

@@ -1,11 +1,12 @@
 //! Scenario-level tests of the engine: small machines that show each mechanism's kernel behaviour.
 //! Every run here has the invariant checker on.
 
-use foliosim::scenario::parse::{parse_str, resolve};
+use foliosim::scenario::parse::resolve;
 use foliosim::RunResult;
+use foliosim::Scenario;
 
 fn run(toml: &str, profile: &str, sets: &[(&str, &str)]) -> RunResult {
-    let scenario = parse_str(toml, "test.toml").expect("scenario parses");
+    let scenario = Scenario::parse_str(toml, "test.toml").expect("scenario parses");
     let sets: Vec<(String, String)> = sets
         .iter()
         .map(|(k, v)| (k.to_string(), v.to_string()))
@@ -326,7 +327,7 @@ fn zram_holds_compressed_pages_in_machine_memory() {
 
 #[test]
 fn the_invariant_checker_catches_broken_state() {
-    let scenario = parse_str(MEMCG_PRESSURE, "test.toml").unwrap();
+    let scenario = Scenario::parse_str(MEMCG_PRESSURE, "test.toml").unwrap();
     let spec = resolve(&scenario, "v6.12", None, &[], 1, true).unwrap();
     let mut k = foliosim::run::Simulation::start(&spec).unwrap().kernel;
     k.current = 1;
@@ -386,7 +387,7 @@ fn bundled(
     shrink: impl FnOnce(&mut foliosim::scenario::Program),
 ) -> RunResult {
     let path = format!("{}/../../scenarios/{name}.toml", env!("CARGO_MANIFEST_DIR"));
-    let scenario = foliosim::scenario::parse::load(std::path::Path::new(&path)).unwrap();
+    let scenario = Scenario::load(std::path::Path::new(&path)).unwrap();
     let mut spec = resolve(&scenario, profile, Some(variant), &[], 1, true).unwrap();
     shrink(&mut spec.scenario.tasks[0].program);
     foliosim::run(&spec, &mut |_| {}).unwrap()
@@ -458,7 +459,7 @@ fn thp_swap_allocator_rarely_falls_back_with_the_cluster_order_lists() {
 fn slot_cache_batches_allocations_and_holds_frees_once_active() {
     // 2 CPUs: active above 640 free slots, inactive below 256.
     let toml = MEMCG_PRESSURE.replace(r#"size = "1G""#, r#"size = "4M""#);
-    let scenario = parse_str(&toml, "test.toml").unwrap();
+    let scenario = Scenario::parse_str(&toml, "test.toml").unwrap();
     let spec = resolve(&scenario, "v6.12", None, &[], 1, true).unwrap();
     let mut k = foliosim::run::Simulation::start(&spec).unwrap().kernel;
     assert!(!k.slot_cache.active, "the cache starts inactive");
@@ -525,7 +526,7 @@ priority = 1
 name = "t"
 ops = [{ op = "mmap", region = "a", size = "4M" }]
 "#;
-    let scenario = parse_str(toml, "test.toml").unwrap();
+    let scenario = Scenario::parse_str(toml, "test.toml").unwrap();
     let names = |profile: &str| {
         let spec = resolve(&scenario, profile, None, &[], 1, true).unwrap();
         let mut k = foliosim::run::Simulation::start(&spec).unwrap().kernel;

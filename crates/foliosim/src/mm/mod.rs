@@ -554,7 +554,7 @@ impl Kernel {
 /// spawning: mm itself never calls up into the workload.
 #[cfg(test)]
 pub(crate) fn boot_for_test(toml: &str, profile: &str) -> (Kernel, u32) {
-    let scenario = crate::scenario::parse::parse_str(toml, "test.toml").unwrap();
+    let scenario = crate::Scenario::parse_str(toml, "test.toml").unwrap();
     let spec = crate::scenario::parse::resolve(&scenario, profile, None, &[], 1, true).unwrap();
     let mut k = crate::run::Simulation::start(&spec).unwrap().kernel;
     let t = k.tasks.iter().position(|t| t.is_user()).unwrap() as u32;

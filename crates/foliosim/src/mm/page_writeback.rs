@@ -795,7 +795,7 @@ large_folios = true
 name = "w"
 ops = [{ op = "write", file = "f", buffer = "1M" }]
 "#;
-        let scenario = crate::scenario::parse::parse_str(toml, "test.toml").unwrap();
+        let scenario = crate::Scenario::parse_str(toml, "test.toml").unwrap();
         let sets = [
             ("/proc/sys/vm/dirty_bytes".to_string(), "16M".to_string()),
             (

@@ -16,12 +16,136 @@
 //! cold to reclaim. Left out: XSBench's arithmetic (the run is taken as bound by memory
 //! latency), the qsorts of initialisation, CPU caches.
 
+use super::task::{Region, Report};
+use super::{params_of, Generator, Workload};
 use crate::mm::folio::content;
 use crate::mm::memory::Killed;
 use crate::mm::pagetable as pt;
 use crate::mm::Kernel;
-use crate::scenario::Op;
+use crate::scenario::generators::{arg_positive, GeneratorDef, GeneratorParams};
+use crate::scenario::walker::{Node, Res};
+use crate::scenario::{InputError, MachineSpec, Op, TaskSpec};
 use crate::stats::Vm;
+use std::rc::Rc;
+use toml::Value;
+
+/// `generator = "xsbench"`: THREADS threads sharing one address space.
+pub struct XsbenchGenerator;
+
+impl GeneratorDef for XsbenchGenerator {
+    fn name(&self) -> &'static str {
+        "xsbench"
+    }
+    fn params(&self) -> &'static [&'static str] {
+        &[
+            "threads",
+            "particles",
+            "lookups",
+            "isotopes",
+            "gridpoints",
+            "sample",
+            "reads",
+        ]
+    }
+    fn parse(&self, task: &Node, _machine: &MachineSpec) -> Res<Box<dyn GeneratorParams>> {
+        let d = Xsbench::default();
+        Ok(Box::new(Xsbench {
+            threads: task.int_opt("threads", 1, 256)?.unwrap_or(d.threads as i64) as u32,
+            particles: task
+                .int_opt("particles", 1, 1 << 40)?
+                .unwrap_or(d.particles as i64) as u64,
+            lookups: task
+                .int_opt("lookups", 1, 1000)?
+                .unwrap_or(d.lookups as i64) as u64,
+            isotopes: task
+                .int_opt("isotopes", 12, 4096)?
+                .unwrap_or(d.isotopes as i64) as u64,
+            gridpoints: task
+                .int_opt("gridpoints", 2, 1 << 24)?
+                .unwrap_or(d.gridpoints as i64) as u64,
+            sample: task
+                .int_opt("sample", 1, 1 << 20)?
+                .unwrap_or(d.sample as i64) as u64,
+            poisson_index: match task.str_opt("reads")? {
+                None | Some("exact") => false,
+                Some("poisson") => true,
+                Some(other) => {
+                    return Err(task.err(
+                        "reads",
+                        format!("expected exact or poisson, found {other:?}"),
+                    ))
+                }
+            },
+        }))
+    }
+}
+
+impl GeneratorParams for Xsbench {
+    fn generator(&self) -> &'static str {
+        "xsbench"
+    }
+    fn apply_arg(&mut self, key: &str, v: &Value) -> Result<bool, String> {
+        match key {
+            "particles" => self.particles = arg_positive(v)?,
+            "sample" => self.sample = arg_positive(v)?,
+            "threads" => self.threads = arg_positive(v)?.min(256) as u32,
+            "reads" => {
+                self.poisson_index = match v.as_str() {
+                    Some("exact") => false,
+                    Some("poisson") => true,
+                    _ => return Err("expected exact or poisson".to_string()),
+                }
+            }
+            _ => return Ok(false),
+        }
+        Ok(true)
+    }
+}
+
+impl Generator for XsbenchGenerator {
+    /// Thread 0's process maps the three arrays (marking them Poisson-read with `reads =
+    /// "poisson"`); the other threads share its address space.
+    fn spawn(
+        &self,
+        params: &dyn GeneratorParams,
+        w: &mut Workload,
+        k: &mut Kernel,
+        task: &TaskSpec,
+        memcg: u16,
+    ) -> Result<(), InputError> {
+        let x: &Xsbench = params_of(params);
+        w.xsbench = Some(*x);
+        let mut mm = None;
+        let mut regions = Vec::new();
+        for i in 0..x.threads {
+            let ops = Rc::new(x.program(i, &k.hw));
+            let name = format!("{}-{i}", task.name);
+            let id = match mm {
+                None => {
+                    let id = w.spawn_user(k, name, memcg, task.node, ops, Report::None);
+                    let m = k.tasks[id as usize].mm.expect("user mm");
+                    for (region, bytes) in x.regions() {
+                        let nr_pages = bytes.div_ceil(crate::mm::PAGE_SIZE) as u32;
+                        let start = k.mmap_anon(m, nr_pages);
+                        if x.poisson_index {
+                            super::poisson::model_reads(k, m, start, nr_pages);
+                        }
+                        regions.push(Region {
+                            name: region.into(),
+                            start,
+                            nr_pages,
+                        });
+                    }
+                    mm = Some(m);
+                    id
+                }
+                Some(m) => w.spawn_thread(k, name, m, task.node, ops),
+            };
+            w.tasks[id as usize].regions = regions.clone();
+        }
+        Ok(())
+    }
+}
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Xsbench {
