@@ -379,6 +379,16 @@ fn v6_12_zeromap_skips_io_for_zero_filled_folios() {
     assert_eq!(newest.vmstat["swpin_zero"], 4096);
 }
 
+/// The parameters of a generator task, as generator type `T`.
+fn params<T: 'static>(p: &mut foliosim::scenario::Program) -> Option<&mut T> {
+    match p {
+        foliosim::scenario::Program::Generator(g) => {
+            (&mut **g as &mut dyn std::any::Any).downcast_mut()
+        }
+        foliosim::scenario::Program::Ops(_) => None,
+    }
+}
+
 /// A bundled scenario, made smaller by `shrink` before it runs.
 fn bundled(
     name: &str,
@@ -396,8 +406,8 @@ fn bundled(
 /// The bundled thp_swap_allocator_test scenario, shortened to a few iterations.
 fn thp_swap_allocator(profile: &str, variant: &str) -> RunResult {
     bundled("thp-swap-allocator", profile, variant, |p| {
-        if let foliosim::scenario::Program::ThpSwapAllocator { iterations, .. } = p {
-            *iterations = 8;
+        if let Some(t) = params::<foliosim::workload::thp_swap_allocator::ThpSwapAllocator>(p) {
+            t.iterations = 8;
         }
     })
 }
@@ -544,8 +554,8 @@ ops = [{ op = "mmap", region = "a", size = "4M" }]
 /// The bundled zero-subpage test at 64 MiB.
 fn zero_subpage(profile: &str, variant: &str) -> RunResult {
     bundled("thp-zero-subpage", profile, variant, |p| {
-        if let foliosim::scenario::Program::ZeroSubpage { size_bytes, .. } = p {
-            *size_bytes = 64 << 20;
+        if let Some(z) = params::<foliosim::workload::zero_subpage::ZeroSubpage>(p) {
+            z.size_bytes = 64 << 20;
         }
     })
 }
@@ -861,7 +871,7 @@ fn pagecache_promotion(variant: &str) -> Vec<f64> {
         "v6.18+pagecache_promotion",
         variant,
         |p| {
-            if let foliosim::scenario::Program::FileRead(f) = p {
+            if let Some(f) = params::<foliosim::workload::file_read::FileRead>(p) {
                 f.size_bytes = 1 << 30;
                 f.cycles = 14;
             }
@@ -897,7 +907,7 @@ fn cxl_page_cache_is_slower_and_promotion_brings_cycles_back_to_dram() {
         "v6.18+pagecache_promotion",
         "cxl-promotion-nocap",
         |p| {
-            if let foliosim::scenario::Program::FileRead(f) = p {
+            if let Some(f) = params::<foliosim::workload::file_read::FileRead>(p) {
                 f.size_bytes = 1 << 30;
                 f.cycles = 3;
             }

@@ -245,7 +245,8 @@ pub fn parse_record(line: &str) -> Option<Record> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use foliosim::scenario::parse;
+    use foliosim::scenario::Program;
+    use foliosim::Scenario;
 
     #[test]
     fn ops_serialize_in_the_players_format() {
@@ -298,7 +299,6 @@ ops = [
 
     #[test]
     fn generators_map_to_their_programs() {
-        use foliosim::scenario::Program;
         use foliosim::workload::thp_swap_allocator::ThpSwapAllocator;
         use foliosim::workload::usemem::Usemem;
         use foliosim::workload::zero_subpage::ZeroSubpage;

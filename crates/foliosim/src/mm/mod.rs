@@ -122,7 +122,8 @@ pub struct Kernel {
 
 impl Kernel {
     /// Builds the machine described by `spec`: nodes, zones and watermarks, memcgs, swap devices.
-    /// No task runs yet: the workload spawns the kernel threads and its own tasks (workload::spawn).
+    /// No task runs yet: the workload spawns the kernel threads and its own tasks
+    /// (workload/spawn.rs).
     pub fn boot(spec: &RunSpec) -> Result<Kernel, InputError> {
         let sc = &spec.scenario;
         // The scenario's parser checked the profile name.
@@ -528,10 +529,13 @@ impl Kernel {
     pub fn poisson_advance(&mut self, mm: u32, vi: usize, idx: usize) {
         let now = self.clock_ns;
         let v = &mut self.mms[mm as usize].vmas[vi];
-        if let (Some(h), Some(model)) = (v.poisson, self.read_model.as_deref()) {
-            // `&`, not `&&`: both loads (usually cache misses) can then be in flight at once.
-            if model.read_by(h, idx, now) & pagetable::is_accessible(v.ptes[idx]) {
-                v.ptes[idx] |= pagetable::YOUNG;
+        let Some(h) = v.poisson else { return };
+        // The PTE's load first, then the model's: both (usually cache misses) are then in
+        // flight at once.
+        let pte = v.ptes[idx];
+        if let Some(model) = self.read_model.as_deref() {
+            if model.read_by(h, idx, now) & pagetable::is_accessible(pte) {
+                v.ptes[idx] = pte | pagetable::YOUNG;
             }
         }
     }

@@ -1,7 +1,7 @@
 //! Generator tasks (`generator = "..."`) as the scenario sees them. Each built-in generator is
 //! one file of workload/ that declares its name, its parameters and how it parses them (with
-//! the walker's typed accessors); the registry of them (workload::GENERATORS) reaches the parser
-//! through `Cx` (the engine's `Scenario::load` passes it in), so this layer never names a
+//! the walker's typed accessors). Their registry (GENERATORS in workload/mod.rs) reaches the
+//! parser through `Cx` (the engine's `Scenario::load` passes it in), so this layer never names a
 //! generator. A parsed task keeps its generator's parameters as a `GeneratorParams` object, which
 //! also applies a variant's `args` to itself.
 
@@ -30,7 +30,7 @@ pub(crate) trait GeneratorDef: Sync {
     fn parse(&self, task: &Node, machine: &MachineSpec) -> Res<Box<dyn GeneratorParams>>;
 }
 
-/// The generators a scenario may name (implemented by workload::Registry).
+/// The generators a scenario may name (implemented by the registry in workload/mod.rs).
 pub(crate) trait GeneratorRegistry {
     fn find(&self, name: &str) -> Option<&dyn GeneratorDef>;
     /// Every name, in the order messages list them.

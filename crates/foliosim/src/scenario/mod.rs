@@ -256,7 +256,7 @@ pub enum IterationReport {
 #[derive(Clone, Debug, PartialEq)]
 pub enum Program {
     Ops(Vec<Op>),
-    /// A built-in generator (workload/<name>.rs, listed in workload::GENERATORS) with the
+    /// A built-in generator (workload/<name>.rs, listed in workload/mod.rs) with the
     /// parameters it parsed.
     Generator(Box<dyn generators::GeneratorParams>),
 }

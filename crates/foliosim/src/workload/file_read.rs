@@ -220,6 +220,41 @@ impl FileRead {
 mod tests {
     use super::*;
 
+    /// Moved here from scenario/generators.rs with the parsing it tests.
+    #[test]
+    fn file_read_generator_parameters_are_checked() {
+        const MINIMAL: &str = "name = \"t\"\n[machine]\n[[machine.node]]\nmemory = \"8G\"\n\
+                               cpus = 4\n[[task]]\nname = \"u\"\ngenerator = \"usemem\"\n\
+                               size = \"1M\"\n";
+        let task = |extra: &str| {
+            format!("{MINIMAL}\n[[task]]\nname = \"r\"\ngenerator = \"file_read\"\nsize = \"1G\"\n{extra}")
+        };
+        let expect_err = |extra: &str, key: &str, needle: &str| {
+            let e = crate::Scenario::parse_str(&task(extra), "t.toml").expect_err("an error");
+            assert_eq!(e.file, "t.toml");
+            assert_eq!(e.key, key, "{e}");
+            assert!(e.message.contains(needle), "{e}");
+        };
+        expect_err("buffer = 0", "task[1].buffer", "greater than 0");
+        expect_err("preload_node = 1", "task[1].preload_node", "0..=0");
+        expect_err("cycles = 0", "task[1].cycles", "1..=100000");
+        expect_err("large_folios = 1", "task[1].large_folios", "true or false");
+        expect_err("bogus = 1", "task[1].bogus", "unknown key");
+        let s = crate::Scenario::parse_str(&task("buffer = \"2M\"\ncycles = 5"), "t.toml").unwrap();
+        let crate::scenario::Program::Generator(p) = &s.tasks[1].program else {
+            panic!("expected a generator");
+        };
+        let f: &FileRead = params_of(&**p);
+        assert_eq!(
+            (f.size_bytes, f.buffer_bytes, f.cycles),
+            (1 << 30, 2 << 20, 5)
+        );
+        assert_eq!(
+            (f.preload_node, f.read_ahead_kb, f.large_folios),
+            (None, 128, true)
+        );
+    }
+
     #[test]
     fn the_preload_runs_under_a_bind_policy_and_restores_the_tasks_own() {
         let fr = FileRead {

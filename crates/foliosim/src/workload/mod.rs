@@ -5,15 +5,9 @@
 
 pub mod barrier;
 pub mod exec;
-pub mod file_read;
-pub mod kbuild;
 pub mod poisson;
 pub mod spawn;
 pub mod task;
-pub mod thp_swap_allocator;
-pub mod usemem;
-pub mod xsbench;
-pub mod zero_subpage;
 
 use crate::mm::Kernel;
 use crate::scenario::generators::{GeneratorDef, GeneratorParams, GeneratorRegistry};
@@ -22,16 +16,24 @@ use crate::stats::{Mthp, VmStat};
 use serde_json::{json, Map, Value};
 use task::TaskProgram;
 
-/// The built-in generators, in the order messages list them. Adding one is a new file that
-/// implements `Generator` and one line here.
-pub(crate) static GENERATORS: &[&dyn Generator] = &[
-    &usemem::UsememGenerator,
-    &thp_swap_allocator::ThpSwapAllocatorGenerator,
-    &kbuild::KbuildGenerator,
-    &zero_subpage::ZeroSubpageGenerator,
-    &xsbench::XsbenchGenerator,
-    &file_read::FileReadGenerator,
-];
+/// Declares each generator's module (workload/<module>.rs) and lists its `Generator` in
+/// GENERATORS, so that a generator is one file and one line of `generators!`.
+macro_rules! generators {
+    ($($module:ident::$generator:ident),* $(,)?) => {
+        $(pub mod $module;)*
+        /// The built-in generators, in the order messages list them.
+        pub(crate) static GENERATORS: &[&dyn Generator] = &[$(&$module::$generator),*];
+    };
+}
+
+generators! {
+    usemem::UsememGenerator,
+    thp_swap_allocator::ThpSwapAllocatorGenerator,
+    kbuild::KbuildGenerator,
+    zero_subpage::ZeroSubpageGenerator,
+    xsbench::XsbenchGenerator,
+    file_read::FileReadGenerator,
+}
 
 /// A built-in generator: its name, parameters and parser (`GeneratorDef`, what the scenario
 /// parser asks for), how it spawns its tasks, the figure the comparison table shows for it, and

@@ -212,6 +212,7 @@ pub fn take_due(k: &mut Kernel) -> Result<(), crate::mm::memory::Killed> {
         };
         let v = &k.mms[mm as usize].vmas[vi];
         let idx = (vpn - v.start) as usize;
+        // Both loads first, so that their cache misses overlap.
         let (pte, handle) = (v.ptes[idx], v.poisson);
         let next_read_ns = handle.map(|h| reads(k).vmas[h as usize].next_read_ns[idx]);
         let armed = pt::is_present(pte) && pte & pt::PROTNONE != 0;
