@@ -31,8 +31,9 @@ impl Scenario {
 
 /// Runs one (scenario, profile, variant, seed): boot, spawn, drive, result (see run.rs).
 /// `progress` is called with the fraction done.
-/// Returns Err only for input the scenario validation could not catch (e.g. a task that names a
-/// region it never mapped); invariant violations under `check` are reported as `SimFailure`.
+/// Returns Err only for input the scenario validation could not catch (more than 16 TiB of memory
+/// in all, a variant's `preload_node` beyond the machine's nodes); invariant violations under
+/// `check` are reported as `RunError::Check`.
 pub fn run(spec: &RunSpec, progress: &mut dyn FnMut(f64)) -> Result<RunResult, RunError> {
     run::Simulation::start(spec)?.run(progress)
 }

@@ -181,3 +181,28 @@ pub fn iteration_figures(
     }
     m
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_registry_lists_each_generator_once_in_the_documented_order() {
+        let names = Registry.names();
+        assert_eq!(
+            names,
+            [
+                "usemem",
+                "thp_swap_allocator",
+                "kbuild",
+                "zero_subpage",
+                "xsbench",
+                "file_read"
+            ]
+        );
+        for name in names {
+            assert_eq!(Registry.find(name).map(|g| g.name()), Some(name));
+        }
+        assert!(Registry.find("stream").is_none());
+    }
+}
