@@ -115,14 +115,8 @@ pub struct ReadState {
     pub first_in_call: bool,
 }
 
-/// One FileRead operation: read() calls of `buffer_bytes` over a range of a file.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct ReadRequest {
-    pub file: FileId,
-    pub offset_bytes: u64,
-    pub len_bytes: u64,
-    pub buffer_bytes: u64,
-}
+// The read and write requests of file ops are plain scenario values (scenario/types.rs).
+pub use crate::scenario::types::ReadRequest;
 
 /// Progress through a FileWrite operation.
 #[derive(Clone, Copy, Debug, Default)]
@@ -137,16 +131,7 @@ pub struct WriteState {
     pub bdp_pages: u64,
 }
 
-/// One FileWrite operation: write() calls of `buffer_bytes` over a range of a file.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct WriteRequest {
-    pub file: FileId,
-    pub offset_bytes: u64,
-    pub len_bytes: u64,
-    pub buffer_bytes: u64,
-    /// Content class of the data written (content::ZERO for zeros).
-    pub data: u8,
-}
+pub use crate::scenario::types::WriteRequest;
 
 /// The page cache.
 impl Kernel {

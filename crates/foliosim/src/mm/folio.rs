@@ -36,18 +36,8 @@ pub mod pg {
     pub const FLAG_MASK: u16 = (1 << ORDER_SHIFT) - 1;
 }
 
-/// Coarse content of one 4 KiB page: what zram, zeromap and zero-subpage splitting look at.
-pub mod content {
-    pub const ZERO: u8 = 0;
-    /// Every word the same non-zero value (a memset): zram stores it without compressing.
-    pub const SAME_FILLED: u8 = 1;
-    /// Zeros but one non-zero byte at the start: a scan for zeros stops at once.
-    pub const SPARSE_HEAD: u8 = 2;
-    /// Zeros but one non-zero byte at the end: a scan for zeros reads the whole page.
-    pub const SPARSE_TAIL: u8 = 3;
-    /// Other data; the value is a compressibility class 4..=255 (4 = compresses best).
-    pub const DATA_DEFAULT: u8 = 128;
-}
+// Page content classes are plain scenario values (scenario/types.rs): ops name them.
+pub use crate::scenario::types::content;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[repr(C)]

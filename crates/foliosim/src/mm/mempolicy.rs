@@ -37,32 +37,10 @@ use super::pagetable as pt;
 use super::Kernel;
 use crate::stats::Vm;
 
-/// A set of nodes (`nodemask_t`): bit n is node n. Machines have at most 64 nodes here.
-pub type Nodemask = u64;
-
-pub const MAX_NUMNODES: u32 = 64;
-
-/// The policy may migrate misplaced folios on NUMA hint faults (MPOL_F_MOF).
-pub const MPOL_F_MOF: u8 = 1 << 0;
-/// Migrate toward the node of the CPU that faults (MPOL_F_MORON).
-pub const MPOL_F_MORON: u8 = 1 << 1;
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum MpolMode {
-    Preferred,
-    Bind,
-    Interleave,
-    Local,
-    PreferredMany,
-}
-
-/// `struct mempolicy`. MPOL_DEFAULT is the absence of one (`Option<Mempolicy>` = None).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Mempolicy {
-    pub mode: MpolMode,
-    pub nodes: Nodemask,
-    pub flags: u8,
-}
+// The policy values and their parser are plain scenario values (scenario/mempolicy.rs).
+pub use crate::scenario::mempolicy::{
+    Mempolicy, MpolMode, Nodemask, MAX_NUMNODES, MPOL_F_MOF, MPOL_F_MORON,
+};
 
 /// An mbind()-set policy over VMA pages [start, end) (absolute page numbers).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -106,87 +84,6 @@ impl Mempolicy {
             nodes: 1 << node,
             flags: MPOL_F_MOF | MPOL_F_MORON,
         }
-    }
-
-    /// Parses a policy as the scenario writes it: "default", "local", "bind:NODES",
-    /// "preferred:NODE", "interleave:NODES", "preferred_many:NODES", with "+balancing"
-    /// (MPOL_F_NUMA_BALANCING) allowed after bind and preferred_many; NODES is a numactl-style
-    /// list such as "0,2-3". None is MPOL_DEFAULT. Nodes must exist among `nr_nodes`.
-    pub fn parse(s: &str, nr_nodes: u32) -> Result<Option<Mempolicy>, String> {
-        const FORMS: &str = "\"default\", \"local\", \"bind:0,1\", \"preferred:1\", \
-                             \"interleave:0-1\", \"preferred_many:0,1\" or \"bind+balancing:0,1\"";
-        let bad = || format!("expected a memory policy such as {FORMS}, found {s:?}");
-        let (head, nodes) = match s.split_once(':') {
-            Some((h, n)) => (h, Some(n)),
-            None => (s, None),
-        };
-        let (mode, balancing) = match head.split_once('+') {
-            Some((m, "balancing")) => (m, true),
-            Some(_) => return Err(bad()),
-            None => (head, false),
-        };
-        let mode = match mode {
-            "default" | "local" if nodes.is_some() || balancing => {
-                return Err(format!("expected no node list after {mode:?}, found {s:?}"))
-            }
-            "default" => return Ok(None),
-            "local" => {
-                return Ok(Some(Mempolicy {
-                    mode: MpolMode::Local,
-                    nodes: 0,
-                    flags: 0,
-                }))
-            }
-            "bind" => MpolMode::Bind,
-            "preferred" => MpolMode::Preferred,
-            "interleave" => MpolMode::Interleave,
-            "preferred_many" => MpolMode::PreferredMany,
-            _ => return Err(bad()),
-        };
-        if balancing && !matches!(mode, MpolMode::Bind | MpolMode::PreferredMany) {
-            // sanitize_mpol_flags: -EINVAL
-            return Err(format!(
-                "expected +balancing only after bind or preferred_many, found {s:?}"
-            ));
-        }
-        let Some(list) = nodes else {
-            return Err(format!("expected a node list after {head:?}, found {s:?}"));
-        };
-        let mut mask: Nodemask = 0;
-        for part in list.split(',') {
-            let (a, b) = part.split_once('-').unwrap_or((part, part));
-            let (Ok(a), Ok(b)) = (a.trim().parse::<u32>(), b.trim().parse::<u32>()) else {
-                return Err(bad());
-            };
-            if a > b {
-                return Err(format!(
-                    "expected a node range low-high, found {part:?} in {s:?}"
-                ));
-            }
-            if b >= nr_nodes {
-                return Err(format!(
-                    "expected nodes of the machine (0..={}), found node {b} in {s:?}",
-                    nr_nodes - 1
-                ));
-            }
-            for n in a..=b {
-                mask |= 1 << n;
-            }
-        }
-        if mode == MpolMode::Preferred && mask.count_ones() != 1 {
-            return Err(format!(
-                "expected one node after \"preferred\", found {s:?}"
-            ));
-        }
-        Ok(Some(Mempolicy {
-            mode,
-            nodes: mask,
-            flags: if balancing {
-                MPOL_F_MOF | MPOL_F_MORON
-            } else {
-                0
-            },
-        }))
     }
 }
 
@@ -579,32 +476,6 @@ ops = [{{ op = "sleep", time = "1ms" }}]
         for vpn in from..from + n {
             k.touch(mm, vpn, true, content::DATA_DEFAULT).unwrap();
         }
-    }
-
-    #[test]
-    fn policies_parse_like_numactl_node_lists() {
-        let p = pol("interleave:0,2").unwrap();
-        assert_eq!((p.mode, p.nodes, p.flags), (MpolMode::Interleave, 0b101, 0));
-        assert_eq!(pol("bind:0-2").unwrap().nodes, 0b111);
-        let b = pol("bind+balancing:1").unwrap();
-        assert_eq!(b.flags, MPOL_F_MOF | MPOL_F_MORON);
-        assert_eq!(pol("default"), None);
-        assert_eq!(pol("local").unwrap().mode, MpolMode::Local);
-        for bad in [
-            "bind:3",
-            "bind",
-            "interleave:1-0",
-            "preferred:0,1",
-            "interleave+balancing:0",
-            "local:0",
-            "spread:0",
-            "bind:x",
-        ] {
-            assert!(Mempolicy::parse(bad, 3).is_err(), "{bad}");
-        }
-        assert!(Mempolicy::parse("bind:3", 3)
-            .unwrap_err()
-            .contains("found node 3"));
     }
 
     #[test]

@@ -41,7 +41,7 @@ use task::Task;
 use vma::{AnonVma, Mm};
 use vmscan::Lruvec;
 
-pub const PAGE_SIZE: u64 = 4096;
+pub use crate::scenario::types::PAGE_SIZE;
 /// Node ranges start on a max-order boundary so buddy blocks never straddle nodes.
 const NODE_ALIGN_PAGES: u64 = 1 << page_alloc::MAX_PAGE_ORDER;
 

@@ -36,7 +36,7 @@ const COUNT_MASK: u8 = 0x3f;
 const CLUSTER_COLS: u32 = 32;
 const NONE: u32 = u32::MAX;
 const SWAP_NR_ORDERS: usize = 10;
-const PMD_ORDER: u32 = 9;
+const PMD_ORDER: u32 = crate::scenario::knobs::PMD_ORDER as u32;
 /// The most slots one get_swap_pages call hands out.
 pub const SWAP_BATCH: usize = 64;
 /// Scan budget of the old scanner before it "takes a break".

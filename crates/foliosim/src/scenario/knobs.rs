@@ -346,7 +346,7 @@ fn parse_in_range(value: &str, min: u64, max: u64, expected: &str) -> Result<u64
 
 /// Parses a size in bytes (4096, 64K, 1G); the error names what the knob accepts.
 fn parse_size_knob(value: &str, expected: &str) -> Result<u64, String> {
-    super::parse::parse_size(value).map_err(|_| format!("expected {expected}, found {value:?}"))
+    super::units::parse_size(value).map_err(|_| format!("expected {expected}, found {value:?}"))
 }
 
 fn parse_thp_enabled(value: &str, allow_inherit: bool) -> Option<ThpEnabled> {
@@ -384,7 +384,7 @@ pub fn parse_memory_max(value: &str) -> Result<Option<u64>, String> {
     if value == "max" {
         return Ok(None);
     }
-    match super::parse::parse_size(value) {
+    match super::units::parse_size(value) {
         Ok(0) => Err(format!(
             "expected a limit greater than 0 or max, found {value:?}"
         )),
@@ -454,7 +454,7 @@ impl Knobs {
             }
             "/proc/sys/vm/dirty_bytes" => {
                 let bytes = parse_size_knob(value, expected)?;
-                if bytes != 0 && bytes < 2 * crate::mm::PAGE_SIZE {
+                if bytes != 0 && bytes < 2 * super::types::PAGE_SIZE {
                     return Err(bad());
                 }
                 self.dirty_bytes = bytes;
@@ -733,5 +733,30 @@ mod tests {
             .find(|(p, _)| p == "/sys/kernel/mm/transparent_hugepage/hugepages-2048kB/enabled")
             .unwrap();
         assert!(thp.1.contains("default inherit"), "{}", thp.1);
+    }
+}
+
+/// Properties of the `memory.max` parser, checked against sizes computed here.
+#[cfg(test)]
+mod properties {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        #[test]
+        fn memory_max_is_a_positive_size_or_max(
+            n in prop_oneof![0u64..4, 0u64..(1 << 30)],
+            (unit, multiple) in prop::sample::select(vec![("", 1u64), ("K", 1 << 10), ("M", 1 << 20), ("G", 1 << 30)]),
+            pad in prop::sample::select(vec!["", " "]),
+        ) {
+            let value = format!("{pad}{n}{unit}{pad}");
+            let trimmed = value.trim();
+            let expected = match n * multiple {
+                0 => Err(format!("expected a limit greater than 0 or max, found {trimmed:?}")),
+                bytes => Ok(Some(bytes)),
+            };
+            prop_assert_eq!(parse_memory_max(&value), expected);
+            prop_assert_eq!(parse_memory_max(&format!("{pad}max{pad}")), Ok(None));
+        }
     }
 }

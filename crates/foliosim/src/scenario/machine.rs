@@ -7,7 +7,9 @@ use toml::Value;
 
 use super::generators::DEFAULT_READ_AHEAD_KB;
 use super::knobs;
-use super::parse::{DEFAULT_HARDWARE, PAGE_SIZE};
+use super::mempolicy::MAX_NUMNODES;
+use super::parse::DEFAULT_HARDWARE;
+use super::types::PAGE_SIZE;
 use super::units::format_size;
 use super::walker::{describe, join, unique, Node, Res};
 use super::{CgroupSpec, FileSpec, MachineSpec, NodeSpec, SwapKind, SwapSpec, Tier};
@@ -67,7 +69,7 @@ pub(super) fn parse_machine(top: &Node) -> Res<MachineSpec> {
             "expected at least one [[machine.node]] with memory and cpus",
         ));
     }
-    let max_nodes = crate::mm::mempolicy::MAX_NUMNODES as usize;
+    let max_nodes = MAX_NUMNODES as usize;
     if nodes.len() > max_nodes {
         return Err(machine.err(
             "node",

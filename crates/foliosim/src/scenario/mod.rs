@@ -1,19 +1,26 @@
 //! Scenarios: the TOML a user writes (machine, swap, cgroups, knobs, tasks, variants), kernel
-//! profiles, and the sysfs/procfs knob table. `parse` turns a file into a checked `Scenario`;
-//! nothing past this module sees malformed input.
+//! profiles, and the sysfs/procfs knob table. `parse` turns a file into a checked `Scenario`
+//! (with `units`, `walker`, `machine`, `ops`, `generators` and `resolve`); nothing past this
+//! module sees malformed input. `types` and `mempolicy` hold the plain values mm/ works with,
+//! kept here so that this layer needs nothing from mm/.
 
 pub mod generation;
 pub mod generators;
 pub mod knobs;
 mod machine;
+pub mod mempolicy;
 mod ops;
 pub mod parse;
 pub mod profile;
 mod resolve;
+pub mod types;
 pub mod units;
 pub(crate) mod walker;
 
 use std::collections::BTreeMap;
+
+use mempolicy::Mempolicy;
+use types::{ReadRequest, WriteRequest};
 
 pub use knobs::Knobs;
 pub use profile::Profile;
@@ -196,23 +203,23 @@ pub enum Op {
     /// Linear read() calls of `buffer_bytes` each over bytes [offset, offset + len) of a file
     /// of the `file_read` generator (see mm/filemap.rs). The task's memory policy places the
     /// page cache it allocates.
-    FileRead(crate::mm::filemap::ReadRequest),
+    FileRead(ReadRequest),
     /// set_mempolicy: the task's memory policy from now on (None: MPOL_DEFAULT).
     SetMempolicy {
-        policy: Option<crate::mm::mempolicy::Mempolicy>,
+        policy: Option<Mempolicy>,
     },
     /// mbind of a range of a region (None: MPOL_DEFAULT); with `mf_move` (MPOL_MF_MOVE) the
     /// folios already there move to the policy's nodes.
     Mbind {
         region: String,
-        policy: Option<crate::mm::mempolicy::Mempolicy>,
+        policy: Option<Mempolicy>,
         offset_bytes: u64,
         len_bytes: Option<u64>,
         mf_move: bool,
     },
     /// Linear write() calls of `buffer_bytes` each over bytes [offset, offset + len) of a
     /// `[[file]]`, writing pages of content class `data` (see mm/filemap.rs file_write_op).
-    FileWrite(crate::mm::filemap::WriteRequest),
+    FileWrite(WriteRequest),
     /// fsync(): writes back the file's dirty folios and waits for its writeback I/O.
     Fsync {
         file: u32,
@@ -279,7 +286,7 @@ pub struct TaskSpec {
     /// Node the task's CPUs belong to.
     pub node: u32,
     /// The memory policy the task starts with (`mempolicy`; None: MPOL_DEFAULT).
-    pub mempolicy: Option<crate::mm::mempolicy::Mempolicy>,
+    pub mempolicy: Option<Mempolicy>,
     pub program: Program,
 }
 

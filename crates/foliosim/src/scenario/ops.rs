@@ -9,16 +9,16 @@ use super::generators::{
     generator_names, generator_task_keys, parse_generator_task, DEFAULT_READ_BUFFER_BYTES,
 };
 use super::machine::cgroup_names;
-use super::parse::{DEFAULT_ZIPF_THETA_MILLI, PAGE_SIZE};
+use super::mempolicy::Mempolicy;
+use super::parse::DEFAULT_ZIPF_THETA_MILLI;
+use super::types::{content, ReadRequest, WriteRequest, PAGE_SIZE};
 use super::units::format_size;
 use super::walker::{describe, join, unique, Cx, Node, Res};
 use super::{Access, Advice, CgroupSpec, FileSpec, MachineSpec, Op, Pattern, Program, TaskSpec};
-use crate::mm::filemap::{ReadRequest, WriteRequest};
-use crate::mm::mempolicy::Mempolicy;
 
 /// Content class written by `data = "zero"` and `data = "nonzero"`.
-const DATA_ZERO: u8 = crate::mm::folio::content::ZERO;
-const DATA_NONZERO: u8 = crate::mm::folio::content::DATA_DEFAULT;
+const DATA_ZERO: u8 = content::ZERO;
+const DATA_NONZERO: u8 = content::DATA_DEFAULT;
 /// Forks nested deeper than this are refused (keeps recursion bounded).
 const MAX_FORK_DEPTH: usize = 16;
 
@@ -835,7 +835,7 @@ ops = [
         assert_eq!(
             task.mempolicy,
             Some(Mempolicy {
-                mode: crate::mm::mempolicy::MpolMode::Bind,
+                mode: crate::scenario::mempolicy::MpolMode::Bind,
                 nodes: 0b11,
                 flags: 0
             })

@@ -27,7 +27,6 @@ pub use super::machine::hardware_profile_names;
 pub use super::resolve::{parse_set, resolve};
 pub use super::units::{format_size, parse_size, parse_time};
 
-pub(super) const PAGE_SIZE: u64 = 4096;
 /// Longest stretch a task runs before the scheduler looks again.
 pub const DEFAULT_SCHED_QUANTUM_NS: u64 = 100_000;
 /// Time-series interval when the scenario names none.

@@ -7,9 +7,9 @@ use std::collections::BTreeSet;
 use toml::{Table, Value};
 
 use super::generators::GeneratorRegistry;
+use super::mempolicy::Mempolicy;
 use super::units::{parse_size, parse_time};
 use super::InputError;
-use crate::mm::mempolicy::Mempolicy;
 
 pub(crate) type Res<T> = Result<T, InputError>;
 
