@@ -16,7 +16,7 @@ pub fn list() {
     let rows: Vec<(String, String)> = bundled_scenarios()
         .iter()
         .map(|path| {
-            let about = match parse::load(path) {
+            let about = match foliosim::Scenario::load(path) {
                 Ok(s) => s.description,
                 Err(e) => format!("(invalid: {})", one_line(&e.to_string())),
             };

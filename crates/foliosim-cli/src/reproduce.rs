@@ -1,7 +1,6 @@
 //! `foliosim reproduce`: bundled published experiments, each printed as `run` prints it and then
 //! beside the published figures.
 
-use foliosim::scenario::parse;
 use foliosim::Scenario;
 
 use crate::args::ReproduceArgs;
@@ -60,7 +59,7 @@ pub fn reproduce(args: &ReproduceArgs) -> Result<(), Failure> {
         None => {
             let mut with_published = Vec::new();
             for path in bundled_scenarios() {
-                let scenario = parse::load(&path)?;
+                let scenario = foliosim::Scenario::load(&path)?;
                 if scenario
                     .published
                     .as_object()
@@ -82,7 +81,7 @@ pub fn reproduce(args: &ReproduceArgs) -> Result<(), Failure> {
     let mut text = String::new();
     let mut documents = Vec::new();
     for path in &files {
-        let scenario = parse::load(path)?;
+        let scenario = foliosim::Scenario::load(path)?;
         let specs = resolve_all(
             &scenario,
             &scenario.profiles,

@@ -3,7 +3,6 @@
 
 use std::path::{Path, PathBuf};
 
-use foliosim::scenario::parse;
 use foliosim::{InputError, Scenario};
 
 /// Where bundled scenarios live: `./scenarios`, else the repository this binary was built from.
@@ -72,5 +71,5 @@ pub fn find(command: &str, argument: &str) -> Result<PathBuf, InputError> {
 
 /// Finds and loads the scenario a SCENARIO argument names.
 pub fn load(command: &str, argument: &str) -> Result<Scenario, InputError> {
-    parse::load(&find(command, argument)?)
+    Scenario::load(&find(command, argument)?)
 }

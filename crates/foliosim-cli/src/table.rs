@@ -1,7 +1,7 @@
 //! The comparison table: one column per run (profile/variant), one row per key figure.
 
 use comfy_table::{presets, CellAlignment, ColumnConstraint, Table as TextTable, Width};
-use foliosim::scenario::{Program, Scenario, TaskSpec};
+use foliosim::scenario::{Scenario, TaskSpec};
 use foliosim::RunResult;
 
 /// /proc/vmstat counters always shown, in this order.
@@ -129,19 +129,14 @@ pub fn comparison(scenario: &Scenario, runs: &[RunResult]) -> Table {
 /// the latest of them, row label). usemem throughput adds up over its processes; an op list's
 /// figure is when it (or the last of the tasks named after it) exited.
 fn task_metric(task: &TaskSpec) -> (&'static str, bool, String) {
-    match task.program {
-        Program::Usemem { .. } => (
-            "throughput_kbps",
-            true,
-            format!("{} throughput_kbps", task.name),
-        ),
-        Program::Kbuild { .. } => ("sys_ns", true, format!("{} sys_ns", task.name)),
-        Program::Ops(_)
-        | Program::ThpSwapAllocator { .. }
-        | Program::ZeroSubpage { .. }
-        | Program::Xsbench(_)
-        | Program::FileRead(_) => ("exit_ns", false, format!("{} exit (ms)", task.name)),
-    }
+    // each generator names its figure (workload/<name>.rs): usemem's throughput adds up over its
+    // processes; an op list's figure is when it (or the last of the tasks named after it) exited
+    let metric = foliosim::workload::task_metric(&task.program);
+    (
+        metric.field,
+        metric.sum,
+        format!("{} {}", task.name, metric.label),
+    )
 }
 
 fn task_name(task: &serde_json::Map<String, serde_json::Value>) -> &str {

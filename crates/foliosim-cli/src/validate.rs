@@ -354,7 +354,7 @@ mod tests {
     }
 
     fn scenario() -> Scenario {
-        parse::parse_str(
+        Scenario::parse_str(
             "name = \"t\"\n[machine]\n[[machine.node]]\nmemory = \"1G\"\ncpus = 1\n[[task]]\nname = \"t\"\nops = [{ op = \"sleep\", time = \"1ms\" }]\n",
             "t.toml",
         )

@@ -4,6 +4,7 @@
 pub mod check;
 pub mod machine;
 pub mod mm;
+pub mod run;
 pub mod scenario;
 pub mod sim;
 pub mod stats;
@@ -14,11 +15,27 @@ pub use stats::result::RunResult;
 
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");
 
-/// Runs one (scenario, profile, variant, seed). `progress` is called with the fraction done.
-/// Returns Err only for input the scenario validation could not catch (e.g. a task that names a
-/// region it never mapped); invariant violations under `check` are reported as `SimFailure`.
+/// Loading a scenario: the parser (scenario/) reads generator tasks with the workload's
+/// registry of generators, which it cannot name itself.
+impl Scenario {
+    /// Reads and checks a scenario file. Errors name the path as given.
+    pub fn load(path: &std::path::Path) -> Result<Scenario, InputError> {
+        scenario::parse::load(path, &workload::Registry)
+    }
+
+    /// Parses and checks scenario text; `file` names it in errors.
+    pub fn parse_str(text: &str, file: &str) -> Result<Scenario, InputError> {
+        scenario::parse::parse_str(text, file, &workload::Registry)
+    }
+}
+
+/// Runs one (scenario, profile, variant, seed): boot, spawn, drive, result (see run.rs).
+/// `progress` is called with the fraction done.
+/// Returns Err only for input the scenario validation could not catch (more than 16 TiB of memory
+/// in all, a variant's `preload_node` beyond the machine's nodes); invariant violations under
+/// `check` are reported as `RunError::Check`.
 pub fn run(spec: &RunSpec, progress: &mut dyn FnMut(f64)) -> Result<RunResult, RunError> {
-    mm::Kernel::boot(spec)?.run(progress)
+    run::Simulation::start(spec)?.run(progress)
 }
 
 #[derive(Debug)]

@@ -1,11 +1,12 @@
 //! Scenario-level tests of the engine: small machines that show each mechanism's kernel behaviour.
 //! Every run here has the invariant checker on.
 
-use foliosim::scenario::parse::{parse_str, resolve};
+use foliosim::scenario::parse::resolve;
 use foliosim::RunResult;
+use foliosim::Scenario;
 
 fn run(toml: &str, profile: &str, sets: &[(&str, &str)]) -> RunResult {
-    let scenario = parse_str(toml, "test.toml").expect("scenario parses");
+    let scenario = Scenario::parse_str(toml, "test.toml").expect("scenario parses");
     let sets: Vec<(String, String)> = sets
         .iter()
         .map(|(k, v)| (k.to_string(), v.to_string()))
@@ -326,9 +327,9 @@ fn zram_holds_compressed_pages_in_machine_memory() {
 
 #[test]
 fn the_invariant_checker_catches_broken_state() {
-    let scenario = parse_str(MEMCG_PRESSURE, "test.toml").unwrap();
+    let scenario = Scenario::parse_str(MEMCG_PRESSURE, "test.toml").unwrap();
     let spec = resolve(&scenario, "v6.12", None, &[], 1, true).unwrap();
-    let mut k = foliosim::mm::Kernel::boot(&spec).unwrap();
+    let mut k = foliosim::run::Simulation::start(&spec).unwrap().kernel;
     k.current = 1;
     let mm = k.tasks[1].mm.unwrap();
     let start = k.mmap_anon(mm, 16);
@@ -378,6 +379,16 @@ fn v6_12_zeromap_skips_io_for_zero_filled_folios() {
     assert_eq!(newest.vmstat["swpin_zero"], 4096);
 }
 
+/// The parameters of a generator task, as generator type `T`.
+fn params<T: 'static>(p: &mut foliosim::scenario::Program) -> Option<&mut T> {
+    match p {
+        foliosim::scenario::Program::Generator(g) => {
+            (&mut **g as &mut dyn std::any::Any).downcast_mut()
+        }
+        foliosim::scenario::Program::Ops(_) => None,
+    }
+}
+
 /// A bundled scenario, made smaller by `shrink` before it runs.
 fn bundled(
     name: &str,
@@ -386,7 +397,7 @@ fn bundled(
     shrink: impl FnOnce(&mut foliosim::scenario::Program),
 ) -> RunResult {
     let path = format!("{}/../../scenarios/{name}.toml", env!("CARGO_MANIFEST_DIR"));
-    let scenario = foliosim::scenario::parse::load(std::path::Path::new(&path)).unwrap();
+    let scenario = Scenario::load(std::path::Path::new(&path)).unwrap();
     let mut spec = resolve(&scenario, profile, Some(variant), &[], 1, true).unwrap();
     shrink(&mut spec.scenario.tasks[0].program);
     foliosim::run(&spec, &mut |_| {}).unwrap()
@@ -395,8 +406,8 @@ fn bundled(
 /// The bundled thp_swap_allocator_test scenario, shortened to a few iterations.
 fn thp_swap_allocator(profile: &str, variant: &str) -> RunResult {
     bundled("thp-swap-allocator", profile, variant, |p| {
-        if let foliosim::scenario::Program::ThpSwapAllocator { iterations, .. } = p {
-            *iterations = 8;
+        if let Some(t) = params::<foliosim::workload::thp_swap_allocator::ThpSwapAllocator>(p) {
+            t.iterations = 8;
         }
     })
 }
@@ -458,9 +469,9 @@ fn thp_swap_allocator_rarely_falls_back_with_the_cluster_order_lists() {
 fn slot_cache_batches_allocations_and_holds_frees_once_active() {
     // 2 CPUs: active above 640 free slots, inactive below 256.
     let toml = MEMCG_PRESSURE.replace(r#"size = "1G""#, r#"size = "4M""#);
-    let scenario = parse_str(&toml, "test.toml").unwrap();
+    let scenario = Scenario::parse_str(&toml, "test.toml").unwrap();
     let spec = resolve(&scenario, "v6.12", None, &[], 1, true).unwrap();
-    let mut k = foliosim::mm::Kernel::boot(&spec).unwrap();
+    let mut k = foliosim::run::Simulation::start(&spec).unwrap().kernel;
     assert!(!k.slot_cache.active, "the cache starts inactive");
     let (dev, first) = k.alloc_swap_slot().unwrap();
     assert!(k.slot_cache.active, "1023 free slots > 2 x 320");
@@ -494,7 +505,7 @@ fn slot_cache_batches_allocations_and_holds_frees_once_active() {
     );
 
     let newest = resolve(&scenario, "v6.18", None, &[], 1, true).unwrap();
-    let mut k = foliosim::mm::Kernel::boot(&newest).unwrap();
+    let mut k = foliosim::run::Simulation::start(&newest).unwrap().kernel;
     k.alloc_swap_slot().unwrap();
     assert_eq!(k.swap[0].inuse_pages, 1, "no slot cache after v6.14");
 }
@@ -525,10 +536,10 @@ priority = 1
 name = "t"
 ops = [{ op = "mmap", region = "a", size = "4M" }]
 "#;
-    let scenario = parse_str(toml, "test.toml").unwrap();
+    let scenario = Scenario::parse_str(toml, "test.toml").unwrap();
     let names = |profile: &str| {
         let spec = resolve(&scenario, profile, None, &[], 1, true).unwrap();
-        let mut k = foliosim::mm::Kernel::boot(&spec).unwrap();
+        let mut k = foliosim::run::Simulation::start(&spec).unwrap().kernel;
         let devs: Vec<u32> = (0..4).map(|_| k.get_swap_pages(0).unwrap().0).collect();
         devs.iter()
             .map(|&d| k.swap[d as usize].name.clone())
@@ -543,8 +554,8 @@ ops = [{ op = "mmap", region = "a", size = "4M" }]
 /// The bundled zero-subpage test at 64 MiB.
 fn zero_subpage(profile: &str, variant: &str) -> RunResult {
     bundled("thp-zero-subpage", profile, variant, |p| {
-        if let foliosim::scenario::Program::ZeroSubpage { size_bytes, .. } = p {
-            *size_bytes = 64 << 20;
+        if let Some(z) = params::<foliosim::workload::zero_subpage::ZeroSubpage>(p) {
+            z.size_bytes = 64 << 20;
         }
     })
 }
@@ -860,7 +871,7 @@ fn pagecache_promotion(variant: &str) -> Vec<f64> {
         "v6.18+pagecache_promotion",
         variant,
         |p| {
-            if let foliosim::scenario::Program::FileRead(f) = p {
+            if let Some(f) = params::<foliosim::workload::file_read::FileRead>(p) {
                 f.size_bytes = 1 << 30;
                 f.cycles = 14;
             }
@@ -896,7 +907,7 @@ fn cxl_page_cache_is_slower_and_promotion_brings_cycles_back_to_dram() {
         "v6.18+pagecache_promotion",
         "cxl-promotion-nocap",
         |p| {
-            if let foliosim::scenario::Program::FileRead(f) = p {
+            if let Some(f) = params::<foliosim::workload::file_read::FileRead>(p) {
                 f.size_bytes = 1 << 30;
                 f.cycles = 3;
             }

@@ -5,7 +5,8 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use foliosim::scenario::{Access, Advice, IterationReport, Op, Pattern, Program, TaskSpec};
+use foliosim::scenario::{Access, Advice, IterationReport, Op, Pattern, TaskSpec};
+use foliosim::workload::LiveProgram;
 
 /// Where the C sources live: `./kernel-bench`, else the repository this binary was built from.
 pub fn source_dir() -> Option<PathBuf> {
@@ -92,70 +93,24 @@ pub fn launches(
         // the programs would need set_mempolicy (or numactl) first
         return Err("its mempolicy has no kernel-bench equivalent yet".into());
     }
-    Ok(match &task.program {
-        Program::Usemem {
-            processes,
-            size_bytes,
-        } => vec![simple(vec![
-            program("usemem"),
-            task.name.clone(),
-            processes.to_string(),
-            size_bytes.to_string(),
-        ])],
-        Program::ThpSwapAllocator {
-            aligned,
-            small_folios,
-            iterations,
-        } => {
-            let mut argv = vec![program("thp_swap_allocator"), task.name.clone()];
-            if *aligned {
-                argv.push("-a".into());
+    // each generator names its live program (workload/<name>.rs)
+    Ok(
+        match foliosim::workload::live_program(&task.program, &task.name, seed) {
+            Some(LiveProgram::Bench {
+                program: name,
+                args,
+            }) => {
+                let mut argv = vec![program(name), task.name.clone()];
+                argv.extend(args);
+                vec![simple(argv)]
             }
-            if *small_folios {
-                argv.push("-s".into());
-            }
-            argv.extend(["-n".into(), iterations.to_string()]);
-            vec![simple(argv)]
-        }
-        Program::ZeroSubpage {
-            size_bytes,
-            offset,
-            num_dirty,
-        } => vec![simple(vec![
-            program("zero_subpage"),
-            task.name.clone(),
-            size_bytes.to_string(),
-            offset.to_string(),
-            num_dirty.to_string(),
-        ])],
-        Program::Ops(ops) => vec![player(task.name.clone(), ops)?],
-        Program::Kbuild {
-            jobs,
-            units,
-            size_min_bytes,
-            size_max_bytes,
-            passes,
-            work_ns,
-        } => {
-            let k = foliosim::workload::kbuild::Kbuild {
-                jobs: *jobs,
-                units: *units,
-                size_min_bytes: *size_min_bytes,
-                size_max_bytes: *size_max_bytes,
-                passes: *passes,
-                work_ns: *work_ns,
-            };
-            let mut rng = foliosim::sim::rng::Rng::new(seed);
-            foliosim::workload::kbuild::programs(&k, &mut rng)
+            Some(LiveProgram::Ops(processes)) => processes
                 .iter()
-                .enumerate()
-                .map(|(i, ops)| player(format!("{}-{i}", task.name), ops))
-                .collect::<Result<_, _>>()?
-        }
-        // generators added to the engine later have no live program until one is written
-        #[allow(unreachable_patterns)]
-        _ => return Err("its generator has no kernel-bench program".into()),
-    })
+                .map(|(name, ops)| player(name.clone(), ops))
+                .collect::<Result<_, _>>()?,
+            None => return Err("its generator has no kernel-bench program".into()),
+        },
+    )
 }
 
 /// The ops player's text for a program (format in kernel-bench/ops_player.c).
@@ -290,11 +245,12 @@ pub fn parse_record(line: &str) -> Option<Record> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use foliosim::scenario::parse;
+    use foliosim::scenario::Program;
+    use foliosim::Scenario;
 
     #[test]
     fn ops_serialize_in_the_players_format() {
-        let scenario = parse::parse_str(
+        let scenario = Scenario::parse_str(
             r#"
 name = "t"
 [machine]
@@ -343,6 +299,9 @@ ops = [
 
     #[test]
     fn generators_map_to_their_programs() {
+        use foliosim::workload::thp_swap_allocator::ThpSwapAllocator;
+        use foliosim::workload::usemem::Usemem;
+        use foliosim::workload::zero_subpage::ZeroSubpage;
         let task = |program| TaskSpec {
             name: "x".into(),
             cgroup: None,
@@ -353,26 +312,26 @@ ops = [
         let bin = Path::new("/b");
         let argv = |p| launches(0, &task(p), bin, bin, 1).unwrap()[0].argv.clone();
         assert_eq!(
-            argv(Program::ThpSwapAllocator {
+            argv(Program::Generator(Box::new(ThpSwapAllocator {
                 aligned: true,
                 small_folios: false,
                 iterations: 100
-            }),
+            }))),
             vec!["/b/thp_swap_allocator", "x", "-a", "-n", "100"]
         );
         assert_eq!(
-            argv(Program::Usemem {
+            argv(Program::Generator(Box::new(Usemem {
                 processes: 4,
                 size_bytes: 1 << 20
-            }),
+            }))),
             vec!["/b/usemem", "x", "4", "1048576"]
         );
         assert_eq!(
-            argv(Program::ZeroSubpage {
+            argv(Program::Generator(Box::new(ZeroSubpage {
                 size_bytes: 4 << 20,
                 offset: 4095,
                 num_dirty: 512
-            }),
+            }))),
             vec!["/b/zero_subpage", "x", "4194304", "4095", "512"]
         );
         // A memory policy is not played live yet: refused rather than silently dropped.

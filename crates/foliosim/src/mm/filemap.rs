@@ -1009,18 +1009,12 @@ ops = [{ op = "sleep", time = "1ms" }]
         // Take node 0's free memory down to its min watermark.
         while k.alloc_pages_thisnode(0, 0, false).is_some() {}
         let kswapd = k.nodes[0].kswapd as usize;
-        assert_eq!(
-            k.tasks[kswapd].state,
-            crate::workload::task::TaskState::Blocked
-        );
+        assert_eq!(k.tasks[kswapd].state, crate::mm::task::TaskState::Blocked);
         k.folio_mark_accessed(folio);
         assert!(k.tasks[k.current as usize].promo_list.is_empty());
         assert!(k.mem.test(folio, pg::LRU), "not isolated");
         assert_eq!(k.stat.get(Vm::NumaHintPageCache), 1);
-        assert_eq!(
-            k.tasks[kswapd].state,
-            crate::workload::task::TaskState::Runnable
-        );
+        assert_eq!(k.tasks[kswapd].state, crate::mm::task::TaskState::Runnable);
     }
 
     #[test]

@@ -592,13 +592,12 @@ ops = [{{ op = "sleep", time = "1ms" }}]
         // A second process, bigger than the one that will run out, bound to nodes 0 and 2.
         let big = k.tasks.iter().position(|t| t.is_user()).unwrap() as u32;
         let small = k.tasks.len() as u32;
-        let mut t = crate::workload::task::Task::new(
+        let mut t = crate::mm::task::Task::new(
             small,
             "small".into(),
-            crate::workload::task::TaskKind::User,
+            crate::mm::task::TaskKind::User,
             0,
             0,
-            std::rc::Rc::new(Vec::new()),
         );
         t.mm = Some(k.mm_create(0, small));
         k.tasks.push(t);

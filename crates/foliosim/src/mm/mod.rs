@@ -25,6 +25,7 @@ pub mod swap_device;
 pub mod swap_slots;
 pub mod swap_state;
 pub mod swapfile;
+pub mod task;
 pub mod tlb;
 pub mod vma;
 pub mod vmscan;
@@ -34,15 +35,15 @@ use crate::machine::hw::HwCosts;
 use crate::scenario::{InputError, RunSpec, Tier};
 use crate::sim::rng::Rng;
 use crate::sim::{FifoServer, RunQueue};
-use crate::workload::task::Task;
 
 use folio::{MemMap, Pfn};
 use memcontrol::MemCgroup;
 use page_alloc::Zone;
 use swapfile::SwapInfo;
+use task::Task;
 use vma::{AnonVma, Mm};
 use vmscan::Lruvec;
-use vmstat::VmStat;
+use vmstat::{Vm, VmStat};
 
 pub use crate::scenario::types::PAGE_SIZE;
 /// Node ranges start on a max-order boundary so buddy blocks never straddle nodes.
@@ -98,8 +99,12 @@ pub struct Kernel {
     pub memory_tiers: memory_tiers::MemoryTiers,
     /// Per node: NUMA-balancing promotion state.
     pub pgdat_numa: Vec<numa_balancing::NumaPgdat>,
-    /// Hint faults due in Poisson-read regions, earliest first (workload::poisson).
-    pub poisson_events: crate::workload::poisson::EventWheel,
+    /// The model of the user reads not simulated one by one, if the workload has one (see
+    /// `ReadModel`).
+    pub read_model: Option<Box<dyn ReadModel>>,
+    /// A task exited since the workload last looked (exit_notify: the parent learns of it
+    /// later; here the workload's barriers stop waiting for it).
+    pub exit_notify_pending: bool,
     /// Per node, per frame of a lower-tier node: the folio's last NUMA scan time in ms (kept in
     /// last_cpupid by the kernel; top-tier nodes keep none, as they never use it).
     pub access_time_ms: Vec<Vec<u32>>,
@@ -113,10 +118,6 @@ pub struct Kernel {
     pub zeromap: Vec<Vec<bool>>,
     /// Pages holding each zram device's compressed data (empty for other devices).
     pub zram_pages: Vec<Vec<folio::Pfn>>,
-    /// The XSBench generator's parameters, when a task runs it.
-    pub xsbench: Option<crate::workload::xsbench::Xsbench>,
-    /// Figures of generator iterations, in the order they ended.
-    pub iterations: Vec<serde_json::Map<String, serde_json::Value>>,
     /// Files and their page caches, by file id.
     pub files: Vec<filemap::File>,
     /// The disk's writeback state and flusher.
@@ -125,18 +126,13 @@ pub struct Kernel {
 
 impl Kernel {
     /// Builds the machine described by `spec`: nodes, zones and watermarks, memcgs, swap devices.
+    /// No task runs yet: the workload spawns the kernel threads and its own tasks
+    /// (workload/spawn.rs).
     pub fn boot(spec: &RunSpec) -> Result<Kernel, InputError> {
         let sc = &spec.scenario;
+        // The scenario's parser checked the profile name.
         let hw = crate::machine::hw::profile(&sc.machine.hardware)
-            .ok_or_else(|| InputError {
-                file: sc.file.clone(),
-                key: "machine.hardware".into(),
-                message: format!(
-                    "expected one of {:?}, found {:?}",
-                    crate::machine::hw::profile_names(),
-                    sc.machine.hardware
-                ),
-            })?
+            .expect("a validated hardware profile")
             .costs
             .clone();
 
@@ -229,12 +225,11 @@ impl Kernel {
             memory_tiers,
             pgdat_numa: vec![numa_balancing::NumaPgdat::default(); sc.machine.nodes.len()],
             access_time_ms: Vec::new(),
-            poisson_events: Default::default(),
+            read_model: None,
+            exit_notify_pending: false,
             reclaim_scratch: Vec::new(),
-            iterations: Vec::new(),
             files: Vec::new(),
             wb: Default::default(),
-            xsbench: None,
             zram_pages: Vec::new(),
             zeromap: Vec::new(),
             deferred_split_queue: std::collections::VecDeque::new(),
@@ -248,10 +243,6 @@ impl Kernel {
             })
             .collect();
         k.zeromap = k.swap.iter().map(|s| vec![false; s.max as usize]).collect();
-        k.spawn_kernel_threads();
-        k.spawn_workload()?;
-        // After the workload's tasks, so that their ids do not depend on it.
-        k.spawn_flusher();
         Ok(k)
     }
 
@@ -322,7 +313,6 @@ impl Kernel {
     /// as a hit or a miss (and a foreign allocation of the preferred node), and as local or
     /// other by the node of the CPU that asked.
     fn zone_statistics(&mut self, preferred: u32, node: u32) {
-        use vmstat::Vm;
         if node == preferred {
             self.stat.count(Vm::NumaHit, 1);
         } else {
@@ -365,7 +355,7 @@ impl Kernel {
             }
             if ok {
                 let pfn = self.zones[z].alloc(&mut self.mem, order)?;
-                self.stat.count(vmstat::Vm::Pgalloc, 1 << order);
+                self.stat.count(Vm::Pgalloc, 1 << order);
                 self.zone_statistics(preferred, z as u32);
                 self.charge_time(self.hw.page_alloc_ns);
                 return Some(pfn);
@@ -430,7 +420,7 @@ impl Kernel {
         }
         let mut no_progress_loops = 0;
         loop {
-            self.stat.count(vmstat::Vm::AllocstallNormal, 1);
+            self.stat.count(Vm::AllocstallNormal, 1);
             let reclaimed = self.try_to_free_pages(node, nodemask);
             if let Some(pfn) = self.alloc_from_zonelist(node, order, false, nodemask) {
                 return Some(pfn);
@@ -476,7 +466,7 @@ impl Kernel {
             }
             if ok {
                 if let Some(pfn) = self.zones[node as usize].alloc(&mut self.mem, order) {
-                    self.stat.count(vmstat::Vm::Pgalloc, 1 << order);
+                    self.stat.count(Vm::Pgalloc, 1 << order);
                     self.zone_statistics(node, node);
                     self.charge_time(self.hw.page_alloc_ns);
                     return Some(pfn);
@@ -492,7 +482,7 @@ impl Kernel {
     pub fn free_pages(&mut self, pfn: folio::Pfn, order: u32) {
         let node = self.pfn_node(pfn) as usize;
         self.zones[node].free(&mut self.mem, pfn, order);
-        self.stat.count(vmstat::Vm::Pgfree, 1 << order);
+        self.stat.count(Vm::Pgfree, 1 << order);
     }
 
     /// Frees a folio nothing maps any more: off the LRU, uncharged, back to the buddy allocator.
@@ -512,13 +502,69 @@ impl Kernel {
     }
 }
 
-/// A machine booted from scenario text under `profile`, its first user task current on CPU 0;
-/// returns it and that task (unit tests).
+/// User reads that the simulator does not make one by one but models per page (the workload's
+/// Poisson reads, workload/poisson.rs). The kernel sees reads only through the young bit and
+/// through the hint fault of a page armed PROT_NONE, so it asks the model whether a page was read
+/// before it tests the page's young bit, and tells it whenever it clears the bit, replaces the
+/// PTE or arms it. A VMA under the model holds its handle in `Vma::poisson`. Only pages of such
+/// VMAs pay for the call.
+pub trait ReadModel {
+    /// Page `idx` of the VMA with handle `vma` has been read by `now_ns`.
+    fn read_by(&self, vma: u32, idx: usize, now_ns: u64) -> bool;
+    /// Page `idx` of the VMA with handle `vma` was just made old, replaced or armed: draws its
+    /// next read. `hint_fault`: (mm, vpn) of an armed page, whose next read is a hint fault.
+    fn rearm(
+        &mut self,
+        rng: &mut Rng,
+        now_ns: u64,
+        vma: u32,
+        idx: usize,
+        hint_fault: Option<(u32, u32)>,
+    );
+    /// The model itself, for the workload that drives it.
+    fn as_any_mut(&mut self) -> &mut dyn std::any::Any;
+}
+
+/// The hook points of the read model.
+impl Kernel {
+    /// The page was read if the model says so: sets the young bit before a reader of it
+    /// (reclaim, migration) looks.
+    #[inline]
+    pub fn poisson_advance(&mut self, mm: u32, vi: usize, idx: usize) {
+        let now = self.clock_ns;
+        let v = &mut self.mms[mm as usize].vmas[vi];
+        let Some(h) = v.poisson else { return };
+        // The PTE's load first, then the model's: both (usually cache misses) are then in
+        // flight at once.
+        let pte = v.ptes[idx];
+        if let Some(model) = self.read_model.as_deref() {
+            if model.read_by(h, idx, now) & pagetable::is_accessible(pte) {
+                v.ptes[idx] = pte | pagetable::YOUNG;
+            }
+        }
+    }
+
+    /// The page's young bit was cleared, or its PTE replaced or armed (PROT_NONE) now: the model
+    /// draws its next read (nothing outside a modelled VMA).
+    pub fn poisson_rearm(&mut self, mm: u32, vi: usize, idx: usize) {
+        let v = &self.mms[mm as usize].vmas[vi];
+        let Some(h) = v.poisson else { return };
+        let armed = v.ptes[idx] & pagetable::PROTNONE != 0;
+        let hint_fault = armed.then(|| (mm, v.start + idx as u32));
+        if let Some(model) = self.read_model.as_deref_mut() {
+            model.rearm(&mut self.rng, self.clock_ns, h, idx, hint_fault);
+        }
+    }
+}
+
+/// A machine booted from scenario text under `profile`, its workload spawned and its first user
+/// task current on CPU 0; returns it and that task (unit tests). The engine (crate::run) does the
+/// spawning: mm itself never calls up into the workload.
 #[cfg(test)]
 pub(crate) fn boot_for_test(toml: &str, profile: &str) -> (Kernel, u32) {
-    let scenario = crate::scenario::parse::parse_str(toml, "test.toml").unwrap();
+    let scenario = crate::Scenario::parse_str(toml, "test.toml").unwrap();
     let spec = crate::scenario::parse::resolve(&scenario, profile, None, &[], 1, true).unwrap();
-    let mut k = Kernel::boot(&spec).unwrap();
+    let mut k = crate::run::Simulation::start(&spec).unwrap().kernel;
     let t = k.tasks.iter().position(|t| t.is_user()).unwrap() as u32;
     k.current = t;
     k.current_cpu = 0;

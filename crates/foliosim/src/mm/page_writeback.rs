@@ -33,7 +33,7 @@ use super::filemap::FileId;
 use super::folio::{pg, FolioId, NIL};
 use super::vmstat::Vm;
 use super::{Kernel, PAGE_SIZE};
-use crate::workload::task::{TaskKind, TaskState};
+use crate::mm::task::{TaskKind, TaskState};
 
 /// DIRTY_POLL_THRESH (128 KiB in pages): the least nr_dirtied_pause, and its initial value.
 pub const DIRTY_POLL_THRESH: u64 = 32;
@@ -600,14 +600,7 @@ impl Kernel {
     /// Creates the flusher task (asleep until something is dirtied).
     pub fn spawn_flusher(&mut self) {
         let id = self.tasks.len() as u32;
-        let mut t = crate::workload::task::Task::new(
-            id,
-            "writeback".into(),
-            TaskKind::Flusher,
-            0,
-            0,
-            std::rc::Rc::new(Vec::new()),
-        );
+        let mut t = crate::mm::task::Task::new(id, "writeback".into(), TaskKind::Flusher, 0, 0);
         t.state = TaskState::Blocked;
         self.tasks.push(t);
         self.wb.flusher = id;
@@ -802,7 +795,7 @@ large_folios = true
 name = "w"
 ops = [{ op = "write", file = "f", buffer = "1M" }]
 "#;
-        let scenario = crate::scenario::parse::parse_str(toml, "test.toml").unwrap();
+        let scenario = crate::Scenario::parse_str(toml, "test.toml").unwrap();
         let sets = [
             ("/proc/sys/vm/dirty_bytes".to_string(), "16M".to_string()),
             (
@@ -812,9 +805,9 @@ ops = [{ op = "write", file = "f", buffer = "1M" }]
         ];
         let spec =
             crate::scenario::parse::resolve(&scenario, "v6.18", None, &sets, 1, true).unwrap();
-        let mut k = Kernel::boot(&spec).unwrap();
-        k.hw.ssd_bandwidth_bytes_per_s = bw;
-        let r = k.run(&mut |_| {}).unwrap();
+        let mut sim = crate::run::Simulation::start(&spec).unwrap();
+        sim.kernel.hw.ssd_bandwidth_bytes_per_s = bw;
+        let r = sim.run(&mut |_| {}).unwrap();
         assert_eq!(r.vmstat["nr_dirtied"], 96 << 8);
         r.tasks[0]["exit_ns"].as_u64().unwrap()
     }

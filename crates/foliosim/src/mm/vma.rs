@@ -41,8 +41,9 @@ pub struct Vma {
     pub start: u32,
     pub flags: u8,
     pub ptes: Vec<Pte>,
-    /// Reads of this region are modelled as per-page Poisson processes (workload::poisson).
-    pub poisson: Option<Box<crate::workload::poisson::PoissonPages>>,
+    /// Reads of this region are modelled per page (as Poisson processes): its handle in the
+    /// kernel's `read_model` (see mm::ReadModel).
+    pub poisson: Option<u32>,
     /// Memory policies set by mbind, by page range (see mm/mempolicy.rs); empty: none.
     pub policies: Vec<super::mempolicy::PolicyRange>,
     /// A file mapping; None for anonymous memory.

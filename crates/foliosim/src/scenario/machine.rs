@@ -238,7 +238,7 @@ pub(super) fn parse_files(top: &Node) -> Res<Vec<FileSpec>> {
 impl Node<'_> {
     /// A file's `read_ahead_kb` (the device's readahead maximum) and `large_folios` (the
     /// filesystem's large-folio support), with their defaults.
-    pub(super) fn file_device(&self) -> Res<(u64, bool)> {
+    pub(crate) fn file_device(&self) -> Res<(u64, bool)> {
         let read_ahead_kb = self
             .int_opt("read_ahead_kb", 0, 1 << 20)?
             .unwrap_or(DEFAULT_READ_AHEAD_KB as i64) as u64;
@@ -249,7 +249,7 @@ impl Node<'_> {
     }
 
     /// The `size` of a file: greater than 0 and at most MAX_FILE_BYTES.
-    pub(super) fn file_size(&self) -> Res<u64> {
+    pub(crate) fn file_size(&self) -> Res<u64> {
         let size_bytes = self.positive_size("size")?;
         if size_bytes > MAX_FILE_BYTES {
             return Err(self.err("size", "expected a file of at most 16 TiB"));

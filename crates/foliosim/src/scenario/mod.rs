@@ -5,7 +5,7 @@
 //! kept here so that this layer needs nothing from mm/.
 
 pub mod generation;
-mod generators;
+pub mod generators;
 pub mod knobs;
 mod machine;
 pub mod mempolicy;
@@ -263,39 +263,9 @@ pub enum IterationReport {
 #[derive(Clone, Debug, PartialEq)]
 pub enum Program {
     Ops(Vec<Op>),
-    /// vm-scalability `usemem -n PROCESSES SIZE` (anonymous, private, write once).
-    Usemem {
-        processes: u32,
-        size_bytes: u64,
-    },
-    /// tools/mm/thp_swap_allocator_test with its `-a` (aligned swap-in) and `-s` (small folios)
-    /// flags, for `iterations` rounds.
-    ThpSwapAllocator {
-        aligned: bool,
-        small_folios: bool,
-        iterations: u32,
-    },
-    /// The thp-zero-subpage-split seed's test (see workload::zero_subpage).
-    ZeroSubpage {
-        size_bytes: u64,
-        offset: u64,
-        num_dirty: u64,
-    },
-    /// XSBench (history method, unionized grid) with THREADS threads sharing one address space
-    /// (see workload::xsbench).
-    Xsbench(crate::workload::xsbench::Xsbench),
-    /// Linear reads of a file into a buffer, `cycles` times, each cycle timed (see
-    /// workload::file_read).
-    FileRead(crate::workload::file_read::FileRead),
-    /// A kernel-build-like mix of short-lived compile jobs (see workload::kbuild).
-    Kbuild {
-        jobs: u32,
-        units: u32,
-        size_min_bytes: u64,
-        size_max_bytes: u64,
-        passes: u32,
-        work_ns: u64,
-    },
+    /// A built-in generator (workload/<name>.rs, listed in workload/mod.rs) with the
+    /// parameters it parsed.
+    Generator(Box<dyn generators::GeneratorParams>),
 }
 
 /// A file on the machine's disk (`[[file]]`), with an empty page cache at the start.

@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use toml::Value;
 
 use super::generators::{
-    generator_task_keys, parse_generator_task, DEFAULT_READ_BUFFER_BYTES, GENERATORS,
+    generator_names, generator_task_keys, parse_generator_task, DEFAULT_READ_BUFFER_BYTES,
 };
 use super::machine::cgroup_names;
 use super::mempolicy::Mempolicy;
@@ -98,7 +98,7 @@ pub(super) fn parse_tasks(
             (None, None) => {
                 return Err(task.missing(
                     "generator",
-                    &format!("a generator ({}) or an ops list", GENERATORS.join(", ")),
+                    &format!("a generator ({}) or an ops list", generator_names(top.cx)),
                 ))
             }
             (Some(g), None) => parse_generator_task(&task, g, machine)?,

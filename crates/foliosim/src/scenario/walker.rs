@@ -6,6 +6,7 @@ use std::collections::BTreeSet;
 
 use toml::{Table, Value};
 
+use super::generators::GeneratorRegistry;
 use super::mempolicy::Mempolicy;
 use super::units::{parse_size, parse_time};
 use super::InputError;
@@ -14,6 +15,8 @@ pub(crate) type Res<T> = Result<T, InputError>;
 
 pub(crate) struct Cx<'a> {
     pub(crate) file: &'a str,
+    /// The generators a task may name (see generators.rs).
+    pub(crate) generators: &'a dyn GeneratorRegistry,
 }
 
 impl Cx<'_> {

@@ -1,5 +1,5 @@
-//! Simulation primitives: seeded randomness, FIFO servers for shared resources, and the run queue
-//! that always advances the task with the smallest clock.
+//! Simulation primitives: seeded randomness, FIFO servers for shared resources, the run queue
+//! that always advances the task with the smallest clock, and the scheduler loop over it.
 
 pub mod rng;
 
@@ -69,6 +69,43 @@ impl RunQueue {
     pub fn is_empty(&self) -> bool {
         self.heap.is_empty()
     }
+}
+
+/// What the scheduler loop drives. The engine (crate::run) implements it for the kernel and its
+/// workload: which CPU a task gets and what it runs there are theirs; the loop only keeps
+/// advancing the task with the smallest clock, by one quantum at a time, until the run is over.
+pub trait Scheduled {
+    /// Why a run stops early.
+    type Stop;
+    /// The queued (clock, task) with the smallest clock, ties to the lower id.
+    fn pop(&mut self) -> Option<(u64, u32)>;
+    /// The entry is current: the task is runnable at that clock (a task that blocked, or was
+    /// queued again since, leaves stale entries behind).
+    fn is_current(&self, task: u32, clock_ns: u64) -> bool;
+    /// Nothing is left to wait for (every user task has ended).
+    fn finished(&self) -> bool;
+    /// Runs `task` from `clock_ns` for at most one quantum, queueing it again if it stays
+    /// runnable.
+    fn run_quantum(&mut self, task: u32, clock_ns: u64) -> Result<(), Self::Stop>;
+    /// After each quantum, with the number run so far (periodic checks, progress).
+    fn after_quantum(&mut self, quanta: u64) -> Result<(), Self::Stop>;
+}
+
+/// The scheduler loop: always advances the runnable task with the smallest clock.
+pub fn schedule<S: Scheduled>(s: &mut S) -> Result<(), S::Stop> {
+    let mut quanta = 0u64;
+    while let Some((clock_ns, task)) = s.pop() {
+        if !s.is_current(task, clock_ns) {
+            continue;
+        }
+        if s.finished() {
+            break;
+        }
+        s.run_quantum(task, clock_ns)?;
+        quanta += 1;
+        s.after_quantum(quanta)?;
+    }
+    Ok(())
 }
 
 #[cfg(test)]

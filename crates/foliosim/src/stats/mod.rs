@@ -1,8 +1,7 @@
+//! The result of a run: the document `--json` writes (result.rs), built from the machine's state
+//! at the end (report.rs), and the published-figure comparisons of `reproduce` (compare.rs). The
+//! counters themselves are kept inside mm (mm/vmstat.rs), as the kernel keeps them.
+
 pub mod compare;
 pub mod report;
 pub mod result;
-
-// The counters live in mm/vmstat.rs, as in the kernel. This re-export is only for
-// workload/task.rs's `iteration_start` (helper "pipeline" is moving it) and code of branches not
-// merged yet; remove it once nothing names `crate::stats::{Vm, Mthp, Memcg, VmStat}`.
-pub use crate::mm::vmstat::{Memcg, Mthp, Vm, VmStat};

@@ -1,4 +1,5 @@
-//! Turning the kernel's state at the end of a run into a `RunResult`, and the time series.
+//! Turning the kernel's state at the end of a run (and the workload's per-task reports and
+//! iterations) into a `RunResult`, and the time series.
 
 use super::result::RunResult;
 use crate::mm::vmstat::{Vm, MEMCG_NAMES, MTHP_NAMES, VM_NAMES};
@@ -6,6 +7,7 @@ use crate::mm::Kernel;
 use crate::scenario::knobs::{order_size_name, ANON_ORDERS};
 use crate::scenario::Counters;
 use crate::workload::task::Report;
+use crate::workload::Workload;
 use serde_json::{json, Map};
 use std::collections::BTreeMap;
 
@@ -49,7 +51,7 @@ impl Series {
     }
 }
 
-pub fn build(k: &Kernel, series: Series) -> RunResult {
+pub fn build(k: &Kernel, w: &Workload, series: Series) -> RunResult {
     let vmstat: Counters = VM_NAMES
         .iter()
         .zip(k.stat.vm.iter())
@@ -98,7 +100,7 @@ pub fn build(k: &Kernel, series: Series) -> RunResult {
     }
     let mut tasks = Vec::new();
     let mut sim_time_ns = 0;
-    for t in k.tasks.iter().filter(|t| t.is_user()) {
+    for (t, prog) in k.tasks.iter().zip(&w.tasks).filter(|(t, _)| t.is_user()) {
         sim_time_ns = sim_time_ns.max(t.exit_ns);
         let mut m = Map::new();
         m.insert("name".into(), json!(t.name));
@@ -109,11 +111,14 @@ pub fn build(k: &Kernel, series: Series) -> RunResult {
         m.insert("sys_ns".into(), json!(t.sys_ns));
         m.insert("direct_reclaim_ns".into(), json!(t.direct_reclaim_ns));
         m.insert("direct_reclaim_pages".into(), json!(t.direct_reclaim_pages));
-        if let Report::Usemem { size_bytes } = t.report {
+        if let Report::Usemem { size_bytes } = prog.report {
             use crate::workload::usemem::{throughput, START_OP, WRITE_OP};
             if !t.oom_killed {
-                let (bytes, usecs, kbps) =
-                    throughput(size_bytes, t.op_end_ns[START_OP], t.op_end_ns[WRITE_OP]);
+                let (bytes, usecs, kbps) = throughput(
+                    size_bytes,
+                    prog.op_end_ns[START_OP],
+                    prog.op_end_ns[WRITE_OP],
+                );
                 m.insert("bytes".into(), json!(bytes));
                 m.insert("usecs".into(), json!(usecs));
                 m.insert("throughput_kbps".into(), json!(kbps));
@@ -131,7 +136,7 @@ pub fn build(k: &Kernel, series: Series) -> RunResult {
         memcg,
         zram,
         tasks,
-        iterations: k.iterations.clone(),
+        iterations: w.iterations.clone(),
         series: series.cols,
     }
 }

@@ -10,9 +10,126 @@
 //! current position; a cycle is `size / buffer` calls. Without a preload the file starts on disk
 //! and the first cycle reads it through readahead.
 
+use super::task::Report;
+use super::{params_of, Generator, Workload};
 use crate::mm::filemap::ReadRequest;
 use crate::mm::mempolicy::{Mempolicy, MpolMode};
-use crate::scenario::{IterationReport, Op};
+use crate::mm::Kernel;
+use crate::scenario::generators::{arg_positive, GeneratorDef, GeneratorParams};
+use crate::scenario::walker::{Node, Res};
+use crate::scenario::{InputError, IterationReport, MachineSpec, Op, TaskSpec};
+use std::rc::Rc;
+use toml::Value;
+
+/// `generator = "file_read"`.
+pub struct FileReadGenerator;
+
+impl GeneratorDef for FileReadGenerator {
+    fn name(&self) -> &'static str {
+        "file_read"
+    }
+    fn params(&self) -> &'static [&'static str] {
+        &[
+            "size",
+            "buffer",
+            "cycles",
+            "preload_node",
+            "preload_reads",
+            "read_ahead_kb",
+            "large_folios",
+        ]
+    }
+    fn parse(&self, task: &Node, machine: &MachineSpec) -> Res<Box<dyn GeneratorParams>> {
+        let d = FileRead::default();
+        let size_bytes = task.file_size()?;
+        let buffer_bytes = task.positive_size_opt("buffer")?.unwrap_or(d.buffer_bytes);
+        let cycles = task.int_opt("cycles", 1, 100_000)?.unwrap_or(1) as u32;
+        let preload_node = task.int_opt("preload_node", 0, 1023)?.map(|n| n as u32);
+        let preload_reads = task.int_opt("preload_reads", 1, 1000)?.unwrap_or(1) as u32;
+        let (read_ahead_kb, large_folios) = task.file_device()?;
+        if let Some(n) = preload_node {
+            if n as usize >= machine.nodes.len() {
+                return Err(task.err(
+                    "preload_node",
+                    format!(
+                        "expected a node number in 0..={}, found {n}",
+                        machine.nodes.len() - 1
+                    ),
+                ));
+            }
+        }
+        Ok(Box::new(FileRead {
+            size_bytes,
+            buffer_bytes,
+            cycles,
+            preload_node,
+            preload_reads,
+            read_ahead_kb,
+            large_folios,
+        }))
+    }
+}
+
+impl GeneratorParams for FileRead {
+    fn generator(&self) -> &'static str {
+        "file_read"
+    }
+    fn apply_arg(&mut self, key: &str, v: &Value) -> Result<bool, String> {
+        match key {
+            "preload_node" => {
+                self.preload_node = Some(
+                    v.as_integer()
+                        .filter(|i| (0..1024).contains(i))
+                        .ok_or_else(|| "expected a node number".to_string())?
+                        as u32,
+                )
+            }
+            "cycles" => self.cycles = arg_positive(v)?.min(100_000) as u32,
+            "preload_reads" => self.preload_reads = arg_positive(v)?.min(1000) as u32,
+            _ => return Ok(false),
+        }
+        Ok(true)
+    }
+}
+
+impl Generator for FileReadGenerator {
+    /// The task's file (named after it), then the reader.
+    fn spawn(
+        &self,
+        params: &dyn GeneratorParams,
+        w: &mut Workload,
+        k: &mut Kernel,
+        task: &TaskSpec,
+        memcg: u16,
+    ) -> Result<(), InputError> {
+        let fr: &FileRead = params_of(params);
+        // The only check of a variant's preload_node against the machine (the parser checks the
+        // scenario's own).
+        if fr.preload_node.is_some_and(|n| n as usize >= k.nodes.len()) {
+            return Err(InputError {
+                file: k.spec.scenario.file.clone(),
+                key: format!("task.{}.preload_node", task.name),
+                message: format!("expected a node number in 0..={}", k.nodes.len() - 1),
+            });
+        }
+        let file = k.create_file(crate::mm::filemap::File::new(
+            task.name.clone(),
+            fr.size_bytes,
+            fr.read_ahead_kb,
+            fr.large_folios,
+        ));
+        let ops = fr.program(file, task.mempolicy);
+        w.spawn_user(
+            k,
+            task.name.clone(),
+            memcg,
+            task.node,
+            Rc::new(ops),
+            Report::None,
+        );
+        Ok(())
+    }
+}
 
 #[derive(Clone, Debug, PartialEq)]
 pub struct FileRead {
@@ -31,8 +148,9 @@ pub struct FileRead {
     pub large_folios: bool,
 }
 
-pub const DEFAULT_BUFFER_BYTES: u64 = 1 << 20;
-pub const DEFAULT_READ_AHEAD_KB: u64 = 128;
+pub use crate::scenario::generators::{
+    DEFAULT_READ_AHEAD_KB, DEFAULT_READ_BUFFER_BYTES as DEFAULT_BUFFER_BYTES,
+};
 
 impl Default for FileRead {
     fn default() -> Self {
@@ -101,6 +219,41 @@ impl FileRead {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Moved here from scenario/generators.rs with the parsing it tests.
+    #[test]
+    fn file_read_generator_parameters_are_checked() {
+        const MINIMAL: &str = "name = \"t\"\n[machine]\n[[machine.node]]\nmemory = \"8G\"\n\
+                               cpus = 4\n[[task]]\nname = \"u\"\ngenerator = \"usemem\"\n\
+                               size = \"1M\"\n";
+        let task = |extra: &str| {
+            format!("{MINIMAL}\n[[task]]\nname = \"r\"\ngenerator = \"file_read\"\nsize = \"1G\"\n{extra}")
+        };
+        let expect_err = |extra: &str, key: &str, needle: &str| {
+            let e = crate::Scenario::parse_str(&task(extra), "t.toml").expect_err("an error");
+            assert_eq!(e.file, "t.toml");
+            assert_eq!(e.key, key, "{e}");
+            assert!(e.message.contains(needle), "{e}");
+        };
+        expect_err("buffer = 0", "task[1].buffer", "greater than 0");
+        expect_err("preload_node = 1", "task[1].preload_node", "0..=0");
+        expect_err("cycles = 0", "task[1].cycles", "1..=100000");
+        expect_err("large_folios = 1", "task[1].large_folios", "true or false");
+        expect_err("bogus = 1", "task[1].bogus", "unknown key");
+        let s = crate::Scenario::parse_str(&task("buffer = \"2M\"\ncycles = 5"), "t.toml").unwrap();
+        let crate::scenario::Program::Generator(p) = &s.tasks[1].program else {
+            panic!("expected a generator");
+        };
+        let f: &FileRead = params_of(&**p);
+        assert_eq!(
+            (f.size_bytes, f.buffer_bytes, f.cycles),
+            (1 << 30, 2 << 20, 5)
+        );
+        assert_eq!(
+            (f.preload_node, f.read_ahead_kb, f.large_folios),
+            (None, 128, true)
+        );
+    }
 
     #[test]
     fn the_preload_runs_under_a_bind_policy_and_restores_the_tasks_own() {

@@ -14,7 +14,8 @@
 //! armed before the rate changes keeps the time drawn at the old rate.
 
 use crate::mm::pagetable as pt;
-use crate::mm::Kernel;
+use crate::mm::{Kernel, ReadModel};
+use crate::sim::rng::Rng;
 
 #[derive(Clone, Debug)]
 pub struct PoissonPages {
@@ -108,93 +109,123 @@ impl EventWheel {
     }
 }
 
-impl Kernel {
-    /// The page was read if its next read time has passed: sets the young bit before a reader of
-    /// it (reclaim, migration) looks.
+/// The Poisson reads of a run: per modelled VMA (by the handle in `Vma::poisson`) its pages'
+/// next reads, and the hint faults due. The kernel reaches it as its `ReadModel`.
+#[derive(Default)]
+pub struct PoissonReads {
+    pub vmas: Vec<PoissonPages>,
+    /// Hint faults due in Poisson-read regions, earliest first.
+    pub events: EventWheel,
+}
+
+impl ReadModel for PoissonReads {
     #[inline]
-    pub fn poisson_advance(&mut self, mm: u32, vi: usize, idx: usize) {
-        let now = self.clock_ns;
-        let v = &mut self.mms[mm as usize].vmas[vi];
-        if let Some(p) = &v.poisson {
-            // `&`, not `&&`: both loads (usually cache misses) can then be in flight at once.
-            if (p.next_read_ns[idx] <= now) & pt::is_accessible(v.ptes[idx]) {
-                v.ptes[idx] |= pt::YOUNG;
-            }
-        }
+    fn read_by(&self, vma: u32, idx: usize, now_ns: u64) -> bool {
+        self.vmas[vma as usize].next_read_ns[idx] <= now_ns
     }
 
-    /// The page's young bit was cleared, or its PTE replaced or armed (PROT_NONE) now: draws its
-    /// next read, which is a hint fault for an armed page. Returns that time (None outside a
-    /// Poisson region).
-    pub fn poisson_rearm(&mut self, mm: u32, vi: usize, idx: usize) -> Option<u64> {
-        let rate = self.mms[mm as usize].vmas[vi]
-            .poisson
-            .as_ref()?
-            .rate_per_page_ns;
+    fn rearm(
+        &mut self,
+        rng: &mut Rng,
+        now_ns: u64,
+        vma: u32,
+        idx: usize,
+        hint_fault: Option<(u32, u32)>,
+    ) {
+        let p = &mut self.vmas[vma as usize];
+        let rate = p.rate_per_page_ns;
         let gap_ns = if rate > 0.0 {
-            let u = self.rng.next_f64();
+            let u = rng.next_f64();
             (-(1.0 - u).ln() / rate).min(1e18) as u64
         } else {
             u64::MAX / 2
         };
-        let t = self.clock_ns + gap_ns;
-        let v = &mut self.mms[mm as usize].vmas[vi];
-        v.poisson.as_mut()?.next_read_ns[idx] = t;
-        if v.ptes[idx] & pt::PROTNONE != 0 {
+        let t = now_ns + gap_ns;
+        p.next_read_ns[idx] = t;
+        if let Some((mm, vpn)) = hint_fault {
             // An armed page: its next read is a hint fault.
-            let vpn = v.start + idx as u32;
-            self.poisson_events.push((t, mm, vpn));
+            self.events.push((t, mm, vpn));
         }
-        Some(t)
     }
 
-    /// Sets the region's read rate. When reads start (the rate was 0), every page's next read is
-    /// drawn afresh, which the exponential distribution's lack of memory makes exact.
-    pub fn poisson_set_rate(&mut self, mm: u32, vi: usize, rate_per_page_ns: f64) {
-        let Some(p) = self.mms[mm as usize].vmas[vi].poisson.as_mut() else {
-            return;
+    fn as_any_mut(&mut self) -> &mut dyn std::any::Any {
+        self
+    }
+}
+
+/// The run's Poisson reads (installed by `model_reads`).
+fn reads(k: &mut Kernel) -> &mut PoissonReads {
+    k.read_model
+        .as_deref_mut()
+        .and_then(|m| m.as_any_mut().downcast_mut())
+        .expect("Poisson reads installed")
+}
+
+/// Models the reads of the `nr_pages` VMA at `start` of `mm` as Poisson processes (rate 0 until
+/// `set_rate`).
+pub fn model_reads(k: &mut Kernel, mm: u32, start: u32, nr_pages: u32) {
+    if k.read_model.is_none() {
+        k.read_model = Some(Box::<PoissonReads>::default());
+    }
+    let model = reads(k);
+    let handle = model.vmas.len() as u32;
+    model.vmas.push(PoissonPages::new(nr_pages as usize));
+    let vi = k.mms[mm as usize].find_vma(start).expect("mapped");
+    k.mms[mm as usize].vmas[vi].poisson = Some(handle);
+}
+
+/// Sets the region's read rate. When reads start (the rate was 0), every page's next read is
+/// drawn afresh, which the exponential distribution's lack of memory makes exact.
+pub fn set_rate(k: &mut Kernel, mm: u32, vi: usize, rate_per_page_ns: f64) {
+    let Some(h) = k.mms[mm as usize].vmas[vi].poisson else {
+        return;
+    };
+    let now = k.clock_ns;
+    let p = &mut reads(k).vmas[h as usize];
+    let starting = p.rate_per_page_ns == 0.0 && rate_per_page_ns > 0.0;
+    p.rate_per_page_ns = rate_per_page_ns;
+    if starting {
+        let nr = p.next_read_ns.len();
+        for idx in 0..nr {
+            if reads(k).vmas[h as usize].next_read_ns[idx] > now {
+                k.poisson_rearm(mm, vi, idx);
+            }
+        }
+    }
+}
+
+/// When the earliest hint fault is due, if that is by `limit`.
+pub fn next_hint_fault(k: &mut Kernel, limit: u64) -> Option<u64> {
+    reads(k).events.next_time(limit)
+}
+
+/// Takes every hint fault due by the current clock, in time order, as reads by the current
+/// task. Events whose page was re-armed or changed since are dropped.
+pub fn take_due(k: &mut Kernel) -> Result<(), crate::mm::memory::Killed> {
+    loop {
+        let now = k.clock_ns;
+        let Some((t, mm, vpn)) = reads(k).events.pop_due(now) else {
+            break;
         };
-        let starting = p.rate_per_page_ns == 0.0 && rate_per_page_ns > 0.0;
-        p.rate_per_page_ns = rate_per_page_ns;
-        if starting {
-            let now = self.clock_ns;
-            let nr = p.next_read_ns.len();
-            for idx in 0..nr {
-                let pending = self.mms[mm as usize].vmas[vi]
-                    .poisson
-                    .as_ref()
-                    .is_some_and(|p| p.next_read_ns[idx] > now);
-                if pending {
-                    self.poisson_rearm(mm, vi, idx);
-                }
-            }
+        let Some(vi) = k.mms[mm as usize].find_vma(vpn) else {
+            continue;
+        };
+        let v = &k.mms[mm as usize].vmas[vi];
+        let idx = (vpn - v.start) as usize;
+        // Both loads first, so that their cache misses overlap.
+        let (pte, handle) = (v.ptes[idx], v.poisson);
+        let next_read_ns = handle.map(|h| reads(k).vmas[h as usize].next_read_ns[idx]);
+        let armed = pt::is_present(pte) && pte & pt::PROTNONE != 0;
+        if !armed || next_read_ns != Some(t) {
+            continue;
+        }
+        k.handle_mm_fault(mm, vi, vpn, false)?;
+        let p = &mut k.mms[mm as usize].vmas[vi].ptes[idx];
+        if pt::is_accessible(*p) {
+            *p |= pt::YOUNG;
         }
     }
-
-    /// Takes every hint fault due by the current clock, in time order, as reads by the current
-    /// task. Events whose page was re-armed or changed since are dropped.
-    pub fn poisson_take_due(&mut self) -> Result<(), crate::mm::memory::Killed> {
-        while let Some((t, mm, vpn)) = self.poisson_events.pop_due(self.clock_ns) {
-            let Some(vi) = self.mms[mm as usize].find_vma(vpn) else {
-                continue;
-            };
-            let idx = (vpn - self.mms[mm as usize].vmas[vi].start) as usize;
-            let v = &self.mms[mm as usize].vmas[vi];
-            // Both loads first, so that their cache misses overlap.
-            let (pte, next_read_ns) =
-                (v.ptes[idx], v.poisson.as_ref().map(|p| p.next_read_ns[idx]));
-            let armed = pt::is_present(pte) && pte & pt::PROTNONE != 0;
-            if !armed || next_read_ns != Some(t) {
-                continue;
-            }
-            self.handle_mm_fault(mm, vi, vpn, false)?;
-            let p = &mut self.mms[mm as usize].vmas[vi].ptes[idx];
-            if pt::is_accessible(*p) {
-                *p |= pt::YOUNG;
-            }
-        }
-        Ok(())
-    }
+    Ok(())
 }
 
 #[cfg(test)]

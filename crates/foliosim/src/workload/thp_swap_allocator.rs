@@ -7,9 +7,102 @@
 //! random picks come from glibc's rand() with its default seed, in the tool's call order, so they
 //! are the real tool's picks.
 
+use super::task::Report;
+use super::{params_of, Generator, LiveProgram, Workload};
 use crate::mm::folio::content;
-use crate::scenario::{Advice, IterationReport, Op};
+use crate::mm::Kernel;
+use crate::scenario::generators::{arg_bool, arg_positive, GeneratorDef, GeneratorParams};
+use crate::scenario::walker::{Node, Res};
+use crate::scenario::{Advice, InputError, IterationReport, MachineSpec, Op, TaskSpec};
 use crate::sim::rng::GlibcRand;
+use std::rc::Rc;
+use toml::Value;
+
+/// `generator = "thp_swap_allocator"`: the tool with its `-a` (aligned swap-in) and `-s` (small
+/// folios) flags, for `iterations` rounds.
+pub struct ThpSwapAllocatorGenerator;
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct ThpSwapAllocator {
+    pub aligned: bool,
+    pub small_folios: bool,
+    pub iterations: u32,
+}
+
+impl GeneratorDef for ThpSwapAllocatorGenerator {
+    fn name(&self) -> &'static str {
+        "thp_swap_allocator"
+    }
+    fn params(&self) -> &'static [&'static str] {
+        &["aligned", "small_folios", "iterations"]
+    }
+    fn parse(&self, task: &Node, _machine: &MachineSpec) -> Res<Box<dyn GeneratorParams>> {
+        Ok(Box::new(ThpSwapAllocator {
+            aligned: task.bool_opt("aligned")?.unwrap_or(false),
+            small_folios: task.bool_opt("small_folios")?.unwrap_or(false),
+            iterations: task.int_opt("iterations", 1, 100_000)?.unwrap_or(100) as u32,
+        }))
+    }
+}
+
+impl GeneratorParams for ThpSwapAllocator {
+    fn generator(&self) -> &'static str {
+        "thp_swap_allocator"
+    }
+    fn apply_arg(&mut self, key: &str, v: &Value) -> Result<bool, String> {
+        match key {
+            "aligned" => self.aligned = arg_bool(v)?,
+            "small_folios" => self.small_folios = arg_bool(v)?,
+            "iterations" => self.iterations = arg_positive(v)? as u32,
+            _ => return Ok(false),
+        }
+        Ok(true)
+    }
+}
+
+impl Generator for ThpSwapAllocatorGenerator {
+    fn spawn(
+        &self,
+        params: &dyn GeneratorParams,
+        w: &mut Workload,
+        k: &mut Kernel,
+        task: &TaskSpec,
+        memcg: u16,
+    ) -> Result<(), InputError> {
+        let p: &ThpSwapAllocator = params_of(params);
+        let ops = program(p.aligned, p.small_folios, p.iterations);
+        w.spawn_user(
+            k,
+            task.name.clone(),
+            memcg,
+            task.node,
+            Rc::new(ops),
+            Report::None,
+        );
+        Ok(())
+    }
+
+    fn live_program(
+        &self,
+        params: &dyn GeneratorParams,
+        _task_name: &str,
+        _seed: u64,
+    ) -> Option<LiveProgram> {
+        let p: &ThpSwapAllocator = params_of(params);
+        let mut args = Vec::new();
+        if p.aligned {
+            args.push("-a".into());
+        }
+        if p.small_folios {
+            args.push("-s".into());
+        }
+        args.extend(["-n".into(), p.iterations.to_string()]);
+        Some(LiveProgram::Bench {
+            program: "thp_swap_allocator",
+            args,
+        })
+    }
+}
 
 const KIB: u64 = 1024;
 const MIB: u64 = 1024 * KIB;

@@ -4,9 +4,106 @@
 //! Throughput is computed as usemem prints it: (SIZE/8 + SIZE) bytes · 10^6 / 1024 / Δt_us KB/s,
 //! with Δt from the start signal to the end of the child's write loop (spec swap.md §G).
 
+use super::task::Report;
+use super::{params_of, Generator, LiveProgram, TaskMetric, Workload};
 use crate::machine::hw::HwCosts;
 use crate::mm::folio::content;
-use crate::scenario::Op;
+use crate::mm::Kernel;
+use crate::scenario::generators::{arg_positive, arg_size, GeneratorDef, GeneratorParams};
+use crate::scenario::walker::{Node, Res};
+use crate::scenario::{InputError, MachineSpec, Op, TaskSpec};
+use std::rc::Rc;
+use toml::Value;
+
+/// `generator = "usemem"`: `usemem -n PROCESSES SIZE` (anonymous, private, write once).
+pub struct UsememGenerator;
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Usemem {
+    pub processes: u32,
+    pub size_bytes: u64,
+}
+
+impl GeneratorDef for UsememGenerator {
+    fn name(&self) -> &'static str {
+        "usemem"
+    }
+    fn params(&self) -> &'static [&'static str] {
+        &["processes", "size"]
+    }
+    fn parse(&self, task: &Node, _machine: &MachineSpec) -> Res<Box<dyn GeneratorParams>> {
+        let processes = task.int_opt("processes", 1, 65536)?.unwrap_or(1) as u32;
+        let size_bytes = task.positive_size("size")?;
+        Ok(Box::new(Usemem {
+            processes,
+            size_bytes,
+        }))
+    }
+}
+
+impl GeneratorParams for Usemem {
+    fn generator(&self) -> &'static str {
+        "usemem"
+    }
+    fn apply_arg(&mut self, key: &str, v: &Value) -> Result<bool, String> {
+        match key {
+            "processes" => self.processes = arg_positive(v)? as u32,
+            "size" => self.size_bytes = arg_size(v)?,
+            _ => return Ok(false),
+        }
+        Ok(true)
+    }
+}
+
+impl Generator for UsememGenerator {
+    fn spawn(
+        &self,
+        params: &dyn GeneratorParams,
+        w: &mut Workload,
+        k: &mut Kernel,
+        task: &TaskSpec,
+        memcg: u16,
+    ) -> Result<(), InputError> {
+        let p: &Usemem = params_of(params);
+        let ops = Rc::new(program(&task.name, p.size_bytes, &k.hw));
+        for i in 0..p.processes {
+            let report = Report::Usemem {
+                size_bytes: p.size_bytes,
+            };
+            w.spawn_user(
+                k,
+                format!("{}-{i}", task.name),
+                memcg,
+                task.node,
+                ops.clone(),
+                report,
+            );
+        }
+        Ok(())
+    }
+
+    /// usemem's throughput adds up over its processes.
+    fn task_metric(&self) -> TaskMetric {
+        TaskMetric {
+            field: "throughput_kbps",
+            sum: true,
+            label: "throughput_kbps",
+        }
+    }
+
+    fn live_program(
+        &self,
+        params: &dyn GeneratorParams,
+        _task_name: &str,
+        _seed: u64,
+    ) -> Option<LiveProgram> {
+        let p: &Usemem = params_of(params);
+        Some(LiveProgram::Bench {
+            program: "usemem",
+            args: vec![p.processes.to_string(), p.size_bytes.to_string()],
+        })
+    }
+}
 
 /// Index of the write loop in the program; its end time is the end of Δt.
 pub const WRITE_OP: usize = 2;

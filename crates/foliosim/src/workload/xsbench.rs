@@ -16,12 +16,136 @@
 //! cold to reclaim. Left out: XSBench's arithmetic (the run is taken as bound by memory
 //! latency), the qsorts of initialisation, CPU caches.
 
+use super::task::{Region, Report};
+use super::{params_of, Generator, Workload};
 use crate::mm::folio::content;
 use crate::mm::memory::Killed;
 use crate::mm::pagetable as pt;
 use crate::mm::vmstat::Vm;
 use crate::mm::Kernel;
-use crate::scenario::Op;
+use crate::scenario::generators::{arg_positive, GeneratorDef, GeneratorParams};
+use crate::scenario::walker::{Node, Res};
+use crate::scenario::{InputError, MachineSpec, Op, TaskSpec};
+use std::rc::Rc;
+use toml::Value;
+
+/// `generator = "xsbench"`: THREADS threads sharing one address space.
+pub struct XsbenchGenerator;
+
+impl GeneratorDef for XsbenchGenerator {
+    fn name(&self) -> &'static str {
+        "xsbench"
+    }
+    fn params(&self) -> &'static [&'static str] {
+        &[
+            "threads",
+            "particles",
+            "lookups",
+            "isotopes",
+            "gridpoints",
+            "sample",
+            "reads",
+        ]
+    }
+    fn parse(&self, task: &Node, _machine: &MachineSpec) -> Res<Box<dyn GeneratorParams>> {
+        let d = Xsbench::default();
+        Ok(Box::new(Xsbench {
+            threads: task.int_opt("threads", 1, 256)?.unwrap_or(d.threads as i64) as u32,
+            particles: task
+                .int_opt("particles", 1, 1 << 40)?
+                .unwrap_or(d.particles as i64) as u64,
+            lookups: task
+                .int_opt("lookups", 1, 1000)?
+                .unwrap_or(d.lookups as i64) as u64,
+            isotopes: task
+                .int_opt("isotopes", 12, 4096)?
+                .unwrap_or(d.isotopes as i64) as u64,
+            gridpoints: task
+                .int_opt("gridpoints", 2, 1 << 24)?
+                .unwrap_or(d.gridpoints as i64) as u64,
+            sample: task
+                .int_opt("sample", 1, 1 << 20)?
+                .unwrap_or(d.sample as i64) as u64,
+            poisson_index: match task.str_opt("reads")? {
+                None | Some("exact") => false,
+                Some("poisson") => true,
+                Some(other) => {
+                    return Err(task.err(
+                        "reads",
+                        format!("expected exact or poisson, found {other:?}"),
+                    ))
+                }
+            },
+        }))
+    }
+}
+
+impl GeneratorParams for Xsbench {
+    fn generator(&self) -> &'static str {
+        "xsbench"
+    }
+    fn apply_arg(&mut self, key: &str, v: &Value) -> Result<bool, String> {
+        match key {
+            "particles" => self.particles = arg_positive(v)?,
+            "sample" => self.sample = arg_positive(v)?,
+            "threads" => self.threads = arg_positive(v)?.min(256) as u32,
+            "reads" => {
+                self.poisson_index = match v.as_str() {
+                    Some("exact") => false,
+                    Some("poisson") => true,
+                    _ => return Err("expected exact or poisson".to_string()),
+                }
+            }
+            _ => return Ok(false),
+        }
+        Ok(true)
+    }
+}
+
+impl Generator for XsbenchGenerator {
+    /// Thread 0's process maps the three arrays (marking them Poisson-read with `reads =
+    /// "poisson"`); the other threads share its address space.
+    fn spawn(
+        &self,
+        params: &dyn GeneratorParams,
+        w: &mut Workload,
+        k: &mut Kernel,
+        task: &TaskSpec,
+        memcg: u16,
+    ) -> Result<(), InputError> {
+        let x: &Xsbench = params_of(params);
+        w.xsbench = Some(*x);
+        let mut mm = None;
+        let mut regions = Vec::new();
+        for i in 0..x.threads {
+            let ops = Rc::new(x.program(i, &k.hw));
+            let name = format!("{}-{i}", task.name);
+            let id = match mm {
+                None => {
+                    let id = w.spawn_user(k, name, memcg, task.node, ops, Report::None);
+                    let m = k.tasks[id as usize].mm.expect("user mm");
+                    for (region, bytes) in x.regions() {
+                        let nr_pages = bytes.div_ceil(crate::mm::PAGE_SIZE) as u32;
+                        let start = k.mmap_anon(m, nr_pages);
+                        if x.poisson_index {
+                            super::poisson::model_reads(k, m, start, nr_pages);
+                        }
+                        regions.push(Region {
+                            name: region.into(),
+                            start,
+                            nr_pages,
+                        });
+                    }
+                    mm = Some(m);
+                    id
+                }
+                Some(m) => w.spawn_thread(k, name, m, task.node, ops),
+            };
+            w.tasks[id as usize].regions = regions.clone();
+        }
+        Ok(())
+    }
+}
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Xsbench {
@@ -202,52 +326,65 @@ impl Kernel {
         }
         Ok(ns)
     }
+}
 
+impl super::Workload {
     /// Runs lookups of task `t` until the quantum ends. Ok(true) when all are done.
     pub fn xsbench_lookups(
         &mut self,
+        k: &mut Kernel,
         t: u32,
         lookups: u64,
         quantum_end_ns: u64,
     ) -> Result<bool, Killed> {
-        let mm = self.tasks[t as usize].mm.expect("user task has an mm");
+        let mm = k.tasks[t as usize].mm.expect("user task has an mm");
         let Some(x) = self.xsbench else {
             return Ok(true);
         };
-        if self.tasks[t as usize].xs.is_none() {
-            let seed = self.rng.next_u64();
-            let find = |k: &Kernel, name: &str| {
-                let r = k.tasks[t as usize].region(name).expect("xsbench region");
+        let prog = &mut self.tasks[t as usize];
+        if prog.xs.is_none() {
+            let seed = k.rng.next_u64();
+            let find = |name: &str| {
+                let r = prog.region(name).expect("xsbench region");
                 let vi = k.mms[mm as usize].find_vma(r.start).expect("mapped");
                 (vi, r.start)
             };
-            self.tasks[t as usize].xs = Some(LookupState {
+            let st = LookupState {
                 done: 0,
                 drawn: 0,
                 ahead: [(0, 0.0); AHEAD],
                 rng: crate::sim::rng::Rng::new(seed),
-                nuclides: find(self, REGION_NUCLIDES),
-                unionized: find(self, REGION_UNIONIZED),
-                index: find(self, REGION_INDEX),
+                nuclides: find(REGION_NUCLIDES),
+                unionized: find(REGION_UNIONIZED),
+                index: find(REGION_INDEX),
                 materials: std::rc::Rc::new(x.materials()),
                 lookup_ns: 0,
                 pace_ns: 0.0,
                 sampled_at_ns: 0,
                 unionized_reads: 0.0,
                 nuclide_reads: 0.0,
-            });
+            };
+            prog.xs = Some(st);
         }
-        let mut st = self.tasks[t as usize].xs.take().expect("state");
+        let mut st = prog.xs.take().expect("state");
         let n_union = x.union_points();
         let row_bytes = x.isotopes * 4;
         if x.poisson_index {
-            let r = self.xsbench_lookups_poisson(t, mm, &x, &mut st, lookups, quantum_end_ns);
+            let r = k.xsbench_lookups_poisson(
+                t,
+                mm,
+                &x,
+                &mut st,
+                &mut prog.lookups,
+                lookups,
+                quantum_end_ns,
+            );
             let finished = st.done >= lookups;
-            self.tasks[t as usize].xs = (!finished).then_some(st);
+            prog.xs = (!finished).then_some(st);
             return r.map(|()| finished);
         }
-        let cpu = self.current_cpu as usize;
-        while st.done < lookups && self.clock_ns < quantum_end_ns {
+        let cpu = k.current_cpu as usize;
+        while st.done < lookups && k.clock_ns < quantum_end_ns {
             while st.drawn < lookups && st.drawn < st.done + AHEAD as u64 {
                 let (mat, e) = draw_lookup(&mut st.rng);
                 st.ahead[(st.drawn % AHEAD as u64) as usize] = (mat as u8, e);
@@ -255,11 +392,11 @@ impl Kernel {
                 let row = ((e * n_union as f64) as u64).min(n_union - 1);
                 let (vi, base) = st.index;
                 let page = (row * row_bytes / PAGE) as u32;
-                let v = &self.mms[mm as usize].vmas[vi];
+                let v = &k.mms[mm as usize].vmas[vi];
                 if let Some(pte) = v.ptes.get((base + page - v.start) as usize) {
                     super::exec::prefetch(pte);
                 }
-                super::exec::prefetch(self.cpu_tlbs[cpu].entry(mm, base + page));
+                super::exec::prefetch(k.cpu_tlbs[cpu].entry(mm, base + page));
             }
             let (mat, e) = st.ahead[(st.done % AHEAD as u64) as usize];
             let mat = mat as usize;
@@ -270,33 +407,37 @@ impl Kernel {
             let last = (row * row_bytes + row_bytes - 1) / PAGE;
             for page in first..=last {
                 let (vi, base) = st.index;
-                ns += self.xs_read(mm, vi, base + page as u32, 1)?;
+                ns += k.xs_read(mm, vi, base + page as u32, 1)?;
             }
             if st.done % x.sample == 0 {
-                let (hot, _, _) = self.xs_hot_reads(mm, &x, &mut st, mat, e, x.sample)?;
+                let (hot, _, _) = k.xs_hot_reads(mm, &x, &mut st, mat, e, x.sample)?;
                 ns += hot * x.sample;
             }
-            self.clock_ns += ns;
-            let task = &mut self.tasks[t as usize];
+            k.clock_ns += ns;
+            let task = &mut k.tasks[t as usize];
             task.user_ns += ns;
             task.touches += 1;
-            task.lookups += 1;
+            prog.lookups += 1;
             st.done += 1;
         }
         let finished = st.done >= lookups;
-        self.tasks[t as usize].xs = (!finished).then_some(st);
+        prog.xs = (!finished).then_some(st);
         Ok(finished)
     }
+}
 
+impl Kernel {
     /// The lookup loop with Poisson index-grid reads: hint faults come as events; one lookup in
     /// `sample` draws a material and energy, makes the hot-array reads and measures the lookup's
     /// cost (its index-grid part from the nodes of a few random rows); the others cost that.
+    #[allow(clippy::too_many_arguments)]
     fn xsbench_lookups_poisson(
         &mut self,
         t: u32,
         mm: u32,
         x: &Xsbench,
         st: &mut LookupState,
+        lookups_done: &mut u64,
         lookups: u64,
         quantum_end_ns: u64,
     ) -> Result<(), Killed> {
@@ -307,7 +448,7 @@ impl Kernel {
         // Pages a row spans on average: one, plus the chance that it crosses a page boundary.
         let pages_per_lookup = 1.0 + (row_bytes - 1) as f64 / PAGE as f64;
         while st.done < lookups && self.clock_ns < quantum_end_ns {
-            self.poisson_take_due()?;
+            super::poisson::take_due(self)?;
             if st.done % x.sample == 0 || st.lookup_ns == 0 {
                 let w = x.sample;
                 let mut index_ns = 0;
@@ -360,14 +501,12 @@ impl Kernel {
                     (st.nuclides, st.nuclide_reads),
                 ] {
                     let pages = self.mms[mm as usize].vmas[vi].ptes.len() as f64;
-                    self.poisson_set_rate(mm, vi, lookups_per_ns * reads / pages);
+                    super::poisson::set_rate(self, mm, vi, lookups_per_ns * reads / pages);
                 }
             }
             // Unsampled lookups up to the next sampled one, the next hint fault or the quantum's end.
-            let until = self
-                .poisson_events
-                .next_time(quantum_end_ns)
-                .unwrap_or(quantum_end_ns);
+            let until =
+                super::poisson::next_hint_fault(self, quantum_end_ns).unwrap_or(quantum_end_ns);
             let fit = until
                 .saturating_sub(self.clock_ns)
                 .div_ceil(st.lookup_ns)
@@ -380,7 +519,7 @@ impl Kernel {
             let task = &mut self.tasks[t as usize];
             task.user_ns += ns;
             task.touches += k;
-            task.lookups += k;
+            *lookups_done += k;
             st.done += k;
         }
         Ok(())

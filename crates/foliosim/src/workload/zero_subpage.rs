@@ -3,8 +3,95 @@
 //! OFFSET, then MADV_PAGEOUT of everything and munmap. The whole program is one iteration, so its
 //! time is the result's `iterations[0].time_ns`.
 
+use super::task::Report;
+use super::{params_of, Generator, LiveProgram, Workload};
 use crate::mm::folio::content;
-use crate::scenario::{Advice, IterationReport, Op};
+use crate::mm::Kernel;
+use crate::scenario::generators::{arg_positive, GeneratorDef, GeneratorParams};
+use crate::scenario::walker::{Node, Res};
+use crate::scenario::{Advice, InputError, IterationReport, MachineSpec, Op, TaskSpec};
+use std::rc::Rc;
+use toml::Value;
+
+/// `generator = "zero_subpage"`.
+pub struct ZeroSubpageGenerator;
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct ZeroSubpage {
+    pub size_bytes: u64,
+    pub offset: u64,
+    pub num_dirty: u64,
+}
+
+impl GeneratorDef for ZeroSubpageGenerator {
+    fn name(&self) -> &'static str {
+        "zero_subpage"
+    }
+    fn params(&self) -> &'static [&'static str] {
+        &["size", "offset", "num_dirty"]
+    }
+    fn parse(&self, task: &Node, _machine: &MachineSpec) -> Res<Box<dyn GeneratorParams>> {
+        Ok(Box::new(ZeroSubpage {
+            size_bytes: task.positive_size("size")?,
+            offset: task.int_opt("offset", 0, 4095)?.unwrap_or(0) as u64,
+            num_dirty: task.int_opt("num_dirty", 1, 512)?.unwrap_or(1) as u64,
+        }))
+    }
+}
+
+impl GeneratorParams for ZeroSubpage {
+    fn generator(&self) -> &'static str {
+        "zero_subpage"
+    }
+    fn apply_arg(&mut self, key: &str, v: &Value) -> Result<bool, String> {
+        match key {
+            "offset" => self.offset = arg_positive(v)?.min(4095),
+            "num_dirty" => self.num_dirty = arg_positive(v)?.min(512),
+            _ => return Ok(false),
+        }
+        Ok(true)
+    }
+}
+
+impl Generator for ZeroSubpageGenerator {
+    fn spawn(
+        &self,
+        params: &dyn GeneratorParams,
+        w: &mut Workload,
+        k: &mut Kernel,
+        task: &TaskSpec,
+        memcg: u16,
+    ) -> Result<(), InputError> {
+        let p: &ZeroSubpage = params_of(params);
+        let ops = program(p.size_bytes, p.offset, p.num_dirty);
+        w.spawn_user(
+            k,
+            task.name.clone(),
+            memcg,
+            task.node,
+            Rc::new(ops),
+            Report::None,
+        );
+        Ok(())
+    }
+
+    fn live_program(
+        &self,
+        params: &dyn GeneratorParams,
+        _task_name: &str,
+        _seed: u64,
+    ) -> Option<LiveProgram> {
+        let p: &ZeroSubpage = params_of(params);
+        Some(LiveProgram::Bench {
+            program: "zero_subpage",
+            args: vec![
+                p.size_bytes.to_string(),
+                p.offset.to_string(),
+                p.num_dirty.to_string(),
+            ],
+        })
+    }
+}
 
 const HPAGE_BYTES: u64 = 2 << 20;
 const PAGE_BYTES: u64 = 4096;

@@ -1,0 +1,320 @@
+//! Tasks as the kernel sees them: the mm-relevant part of `struct task_struct`
+//! (include/linux/sched.h), the kernel side of exit (kernel/exit.c do_exit: the mm is dropped and
+//! the parent notified), waking a kernel thread (wake_up_process), the scheduler-tick work done
+//! for a task that gets its CPU, and running the kernel threads (kswapd, the writeback flusher).
+//!
+//! What a user task runs (its program, its place in it) belongs to the workload, which keeps it
+//! per task id; the kernel tells it of exits through `exit_notify_pending`.
+//! Left out: everything of task_struct the memory manager does not read (credentials, signals,
+//! the scheduler's own accounting beyond the task's clock and CPU times).
+
+use super::vmscan::DEF_PRIORITY;
+use super::Kernel;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TaskState {
+    Runnable,
+    /// Waiting at a barrier, or a kernel thread asleep until woken.
+    Blocked,
+    Exited,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum TaskKind {
+    User,
+    /// kswapd of a node, with the priority of its current balance_pgdat run.
+    Kswapd {
+        node: u32,
+        priority: u32,
+    },
+    /// The writeback worker of the machine's one disk (wb_workfn, mm/page_writeback.rs).
+    Flusher,
+}
+
+pub struct Task {
+    pub id: u32,
+    pub name: String,
+    pub kind: TaskKind,
+    pub state: TaskState,
+    pub mm: Option<u32>,
+    pub memcg: u16,
+    pub node: u32,
+    pub clock_ns: u64,
+    pub exit_ns: u64,
+    pub oom_killed: bool,
+    /// Pages (or lookups, or pages read) the task's program has touched so far.
+    pub touches: u64,
+    /// CPU time in the program itself, and in the kernel on its behalf (faults, reclaim, syscalls,
+    /// waits for synchronous I/O).
+    pub user_ns: u64,
+    pub sys_ns: u64,
+    /// Time spent in, and pages freed by, reclaim this task did itself.
+    pub direct_reclaim_ns: u64,
+    pub direct_reclaim_pages: u64,
+    /// Interrupt handling (TLB shootdowns) owed, charged when the task next runs.
+    pub pending_irq_ns: u64,
+    /// The CPU the task last ran on.
+    pub last_cpu: Option<u32>,
+    /// NUMA balancing: scan period, CPU-time stamp of the next scan, scan sequence last placed.
+    pub numa_scan_period_ms: u64,
+    pub node_stamp_ns: u64,
+    pub numa_scan_seq: u32,
+    /// Progress through the current FileRead operation.
+    pub file_read: super::filemap::ReadState,
+    /// Readahead state of the task's open file of each file id (`struct file_ra_state`).
+    pub ra: Vec<super::readahead::FileRaState>,
+    /// `+pagecache_promotion`: folios isolated by promotion_candidate, migrated by the task work
+    /// on return to user mode (`current->promo_list`), and their pages (`promo_count`).
+    pub promo_list: Vec<super::folio::FolioId>,
+    pub promo_count: u64,
+    /// The task's memory policy (`current->mempolicy`; None: MPOL_DEFAULT), and the node its
+    /// interleaving used last (`il_prev`).
+    pub mempolicy: Option<super::mempolicy::Mempolicy>,
+    pub il_prev: u32,
+    /// Progress through the current FileWrite operation.
+    pub file_write: super::filemap::WriteState,
+    /// balance_dirty_pages_ratelimited's per-task state: pages dirtied since the last check,
+    /// the count that triggers the next one, and when the task last paused.
+    pub nr_dirtied: u64,
+    pub nr_dirtied_pause: u64,
+    pub dirty_paused_when_ns: u64,
+    /// A sleep the current operation asked for (a dirty-throttling pause): the task gives up
+    /// its CPU for this long before the operation goes on.
+    pub sleep_ns: u64,
+}
+
+impl Task {
+    pub fn new(id: u32, name: String, kind: TaskKind, memcg: u16, node: u32) -> Task {
+        Task {
+            id,
+            name,
+            kind,
+            state: TaskState::Runnable,
+            mm: None,
+            memcg,
+            node,
+            clock_ns: 0,
+            exit_ns: 0,
+            oom_killed: false,
+            touches: 0,
+            user_ns: 0,
+            sys_ns: 0,
+            direct_reclaim_ns: 0,
+            direct_reclaim_pages: 0,
+            pending_irq_ns: 0,
+            last_cpu: None,
+            numa_scan_period_ms: 0,
+            node_stamp_ns: 0,
+            numa_scan_seq: 0,
+            file_read: Default::default(),
+            ra: Vec::new(),
+            promo_list: Vec::new(),
+            promo_count: 0,
+            mempolicy: None,
+            il_prev: super::mempolicy::MAX_NUMNODES - 1,
+            file_write: Default::default(),
+            nr_dirtied: 0,
+            nr_dirtied_pause: super::page_writeback::DIRTY_POLL_THRESH,
+            dirty_paused_when_ns: 0,
+            sleep_ns: 0,
+        }
+    }
+
+    /// Alive (not exited or killed): may be running, runnable or waiting.
+    pub fn is_running(&self) -> bool {
+        self.state != TaskState::Exited
+    }
+
+    pub fn is_user(&self) -> bool {
+        self.kind == TaskKind::User
+    }
+}
+
+impl Kernel {
+    /// kswapd_run for every node: one kswapd each, asleep until woken.
+    pub fn spawn_kswapd_threads(&mut self) {
+        for node in 0..self.nodes.len() as u32 {
+            let id = self.tasks.len() as u32;
+            let mut t = Task::new(
+                id,
+                format!("kswapd{node}"),
+                TaskKind::Kswapd {
+                    node,
+                    priority: DEF_PRIORITY,
+                },
+                0,
+                node,
+            );
+            t.state = TaskState::Blocked;
+            self.tasks.push(t);
+            self.nodes[node as usize].kswapd = id;
+        }
+    }
+
+    /// A new process with its own address space, runnable at time 0.
+    pub fn spawn_process(&mut self, name: String, memcg: u16, node: u32) -> u32 {
+        let id = self.tasks.len() as u32;
+        let mut t = Task::new(id, name, TaskKind::User, memcg, node);
+        t.numa_scan_period_ms = self.spec.knobs.numa_scan_delay_ms;
+        t.mm = Some(self.mm_create(memcg, id));
+        self.tasks.push(t);
+        self.runq.push(0, id);
+        id
+    }
+
+    /// A thread of an existing process: it shares the address space.
+    pub fn spawn_thread(&mut self, name: String, mm: u32, node: u32) -> u32 {
+        let id = self.tasks.len() as u32;
+        let memcg = self.mms[mm as usize].memcg;
+        let mut t = Task::new(id, name, TaskKind::User, memcg, node);
+        t.mm = Some(mm);
+        t.numa_scan_period_ms = self.spec.knobs.numa_scan_delay_ms;
+        self.mms[mm as usize].users += 1;
+        self.tasks.push(t);
+        self.runq.push(0, id);
+        id
+    }
+
+    /// fork by task `parent` (copy_process): a child with a copy of its address space, runnable
+    /// now.
+    pub fn fork_task(&mut self, parent: u32, name: String) -> u32 {
+        let id = self.tasks.len() as u32;
+        let mm = self.tasks[parent as usize].mm.expect("user task has an mm");
+        let child_mm = self.fork_mm(mm, id);
+        let parent = &self.tasks[parent as usize];
+        let mut c = Task::new(id, name, TaskKind::User, parent.memcg, parent.node);
+        // copy_process duplicates the task policy and the interleave position.
+        c.mempolicy = parent.mempolicy;
+        c.il_prev = parent.il_prev;
+        c.mm = Some(child_mm);
+        c.clock_ns = self.clock_ns;
+        self.tasks.push(c);
+        self.runq.push(self.clock_ns, id);
+        id
+    }
+
+    /// Wakes a blocked kernel thread at the current time.
+    pub fn wake_task(&mut self, t: u32) {
+        let now = self.clock_ns;
+        let task = &mut self.tasks[t as usize];
+        if task.state == TaskState::Blocked && !task.is_user() {
+            task.state = TaskState::Runnable;
+            task.clock_ns = task.clock_ns.max(now);
+            self.runq.push(task.clock_ns, t);
+        }
+    }
+
+    pub fn kill_task(&mut self, t: u32) {
+        self.tasks[t as usize].oom_killed = true;
+        self.do_exit(t);
+    }
+
+    /// The task ends: its address space goes when its last user does, its pending task work
+    /// runs, and the workload learns of it (`exit_notify_pending`).
+    pub fn do_exit(&mut self, t: u32) {
+        if self.tasks[t as usize].state == TaskState::Exited {
+            return;
+        }
+        let clock = if t == self.current {
+            self.clock_ns
+        } else {
+            self.tasks[t as usize].clock_ns
+        };
+        let task = &mut self.tasks[t as usize];
+        task.state = TaskState::Exited;
+        task.exit_ns = clock;
+        if let Some(mm) = task.mm {
+            self.mms[mm as usize].users -= 1;
+            if self.mms[mm as usize].users == 0 {
+                self.exit_mmap(mm);
+                self.tlb_exit_mm(mm);
+            }
+        }
+        self.promotion_work_pending(t);
+        self.exit_notify_pending = true;
+    }
+
+    /// The task work on the way out of a call (or in exit_task_work): unmapping a young
+    /// page-cache page marks it accessed, which with `+pagecache_promotion` may have queued it.
+    pub fn promotion_work_pending(&mut self, t: u32) {
+        if !self.tasks[t as usize].promo_list.is_empty() {
+            self.task_numa_promotion_work(t);
+        }
+    }
+
+    /// What the kernel does for task `t` as it gets its CPU: interrupt work owed to it, and for
+    /// a user task the instruction-TLB refill and the NUMA-balancing tick.
+    pub fn task_tick(&mut self, t: u32) {
+        let irq_ns = std::mem::take(&mut self.tasks[t as usize].pending_irq_ns);
+        self.clock_ns += irq_ns;
+        self.tasks[t as usize].sys_ns += irq_ns;
+        if self.tasks[t as usize].is_user() {
+            let itlb_ns = self.itlb_refill();
+            self.clock_ns += itlb_ns;
+            self.tasks[t as usize].user_ns += itlb_ns;
+            let before = self.clock_ns;
+            self.task_tick_numa(t);
+            self.tasks[t as usize].sys_ns += self.clock_ns - before;
+        }
+    }
+
+    /// Runs kernel thread `t` until `quantum_end_ns` or until it sleeps. Returns when its CPU is
+    /// free, or None for a user task (the workload runs those).
+    pub fn run_kernel_thread(&mut self, t: u32, quantum_end_ns: u64) -> Option<u64> {
+        match self.tasks[t as usize].kind {
+            TaskKind::User => None,
+            TaskKind::Kswapd { node, mut priority } => {
+                let mut busy = true;
+                while busy && self.clock_ns < quantum_end_ns {
+                    busy = self.kswapd_round(node, &mut priority);
+                }
+                self.tasks[t as usize].kind = TaskKind::Kswapd { node, priority };
+                if !busy {
+                    self.tasks[t as usize].state = TaskState::Blocked;
+                    self.tasks[t as usize].clock_ns = self.clock_ns;
+                }
+                Some(self.clock_ns)
+            }
+            TaskKind::Flusher => {
+                let next = self.wb_workfn();
+                let cpu_free = self.clock_ns;
+                self.wb.idle_since_ns = cpu_free;
+                self.wb.timer_armed = next.is_some();
+                match next {
+                    // Asleep on its timer: runnable again at the next dirty_writeback interval.
+                    Some(at) => self.clock_ns = at,
+                    None => {
+                        self.tasks[t as usize].state = TaskState::Blocked;
+                        self.tasks[t as usize].clock_ns = cpu_free;
+                    }
+                }
+                Some(cpu_free)
+            }
+        }
+    }
+
+    /// The CPU task `t` last ran on, if nothing else ran there since and it is free by the
+    /// task's clock (the scheduler keeps a task where its cache is warm); otherwise the CPU of its
+    /// node that frees up first (any CPU for a CPU-less node).
+    pub fn pick_cpu(&self, node: u32, t: u32) -> u32 {
+        let task = &self.tasks[t as usize];
+        if let Some(c) = task.last_cpu {
+            let warm = self.cpus[c as usize].node == node
+                && !self.nodes[node as usize].cpus.is_empty()
+                && self.cpu_tlbs[c as usize].last_task == t
+                && self.cpus[c as usize].busy.busy_until_ns <= task.clock_ns;
+            if warm {
+                return c;
+            }
+        }
+        let earliest = |c: &u32| (self.cpus[*c as usize].busy.busy_until_ns, *c);
+        let cpus = &self.nodes[node as usize].cpus;
+        if cpus.is_empty() {
+            (0..self.cpus.len() as u32)
+                .min_by_key(earliest)
+                .unwrap_or(0)
+        } else {
+            cpus.iter().copied().min_by_key(earliest).unwrap_or(0)
+        }
+    }
+}
