@@ -4,8 +4,7 @@
 //!
 //! The check reads the files under src/ with std::fs and looks at their code only: comments,
 //! string and char literals, and items under `#[cfg(test)]` (unit tests may set up with any
-//! layer) are left out. A rule that other branches of the restructuring are still fixing is its
-//! own `#[ignore]`d test, to be switched on once that branch is merged.
+//! layer) are left out.
 
 use std::path::{Path, PathBuf};
 
@@ -56,51 +55,39 @@ const MACHINE: Rule = Rule {
     forbidden: Forbidden::CrateModules(&["scenario", "mm", "workload", "stats", "check"]),
 };
 
-/// mm/ files that helper "swap" is rewriting (the swap-slot allocator, one type per generation).
-const SWAP_FILES: &[&str] = &["mm/swapfile.rs", "mm/swap_slots.rs", "mm/swap_state.rs"];
-
 #[test]
 fn mm_does_not_name_stats_or_the_cli() {
-    assert_rule(&MM_STATS_CLI, &[]);
+    assert_rule(&MM_STATS_CLI);
 }
 
 #[test]
-#[ignore = "pending merge of pipeline (Task, poisson and xsbench leave mm)"]
 fn mm_does_not_name_workload() {
-    assert_rule(&MM_WORKLOAD, &[]);
+    assert_rule(&MM_WORKLOAD);
 }
 
 #[test]
-#[ignore = "pending merge of pipeline (Kernel.iterations leaves mm/mod.rs)"]
 fn mm_does_not_name_serde_json() {
-    assert_rule(&MM_SERDE_JSON, &[]);
+    assert_rule(&MM_SERDE_JSON);
 }
 
 #[test]
 fn mm_does_not_compare_generations() {
-    assert_rule(&MM_GENERATIONS, SWAP_FILES);
+    assert_rule(&MM_GENERATIONS);
 }
 
 #[test]
-#[ignore = "pending merge of swap (swapfile, swap_slots, swap_state)"]
-fn mm_swap_files_do_not_compare_generations() {
-    assert_rule(&MM_GENERATIONS, &[]);
-}
-
-#[test]
-#[ignore = "pending merge of parse and pipeline (scenario's ops and programs name mm and workload)"]
 fn scenario_does_not_name_workload_or_mm() {
-    assert_rule(&SCENARIO, &[]);
+    assert_rule(&SCENARIO);
 }
 
 #[test]
 fn sim_names_nothing_above_it() {
-    assert_rule(&SIM, &[]);
+    assert_rule(&SIM);
 }
 
 #[test]
 fn machine_names_nothing_above_it() {
-    assert_rule(&MACHINE, &[]);
+    assert_rule(&MACHINE);
 }
 
 /// The checker itself: a violation in code is found, the same text in a comment, a string or a
@@ -133,9 +120,8 @@ fn the_checker_finds_violations_in_code_only() {
     assert!(violations(&predicate, &Forbidden::GenerationComparisons).is_empty());
 }
 
-/// Fails with every violation of `rule` in its layer, except in `exempt` files (paths relative
-/// to src/).
-fn assert_rule(rule: &Rule, exempt: &[&str]) {
+/// Fails with every violation of `rule` in its layer.
+fn assert_rule(rule: &Rule) {
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
     let mut files = Vec::new();
     rust_files(&src.join(rule.layer), &mut files);
@@ -151,9 +137,6 @@ fn assert_rule(rule: &Rule, exempt: &[&str]) {
             .unwrap()
             .to_string_lossy()
             .replace('\\', "/");
-        if exempt.contains(&rel.as_str()) {
-            continue;
-        }
         let text = std::fs::read_to_string(&file).unwrap();
         for (line, v) in violations_at(&tokens(&text), &rule.forbidden) {
             found.push(format!("src/{rel}:{line}: {v}"));
