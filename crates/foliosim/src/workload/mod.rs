@@ -33,6 +33,7 @@ generators! {
     zero_subpage::ZeroSubpageGenerator,
     xsbench::XsbenchGenerator,
     file_read::FileReadGenerator,
+    fork_cow::ForkCowGenerator,
 }
 
 /// A built-in generator: its name, parameters and parser (`GeneratorDef`, what the scenario
@@ -197,7 +198,8 @@ mod tests {
                 "kbuild",
                 "zero_subpage",
                 "xsbench",
-                "file_read"
+                "file_read",
+                "fork_cow"
             ]
         );
         for name in names {
