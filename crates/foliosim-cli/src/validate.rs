@@ -334,7 +334,6 @@ pub fn validate(validate_args: &ValidateArgs) -> Result<(), Failure> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use foliosim::scenario::parse;
     use serde_json::json;
 
     fn result(profile: &str) -> RunResult {
