@@ -123,6 +123,9 @@ impl Scheduled for Driver<'_, '_> {
             Some(cpu_end) => cpu_end,
             None => self.w.step(k, t, quantum_end_ns),
         };
+        if !self.w.violations.is_empty() {
+            return Err(RunError::Check(std::mem::take(&mut self.w.violations)));
+        }
         // Whatever the quantum ended (an OOM kill by a kernel thread's work), the workload's
         // barriers hear of it before the next task runs.
         self.w.reap_exits(k);

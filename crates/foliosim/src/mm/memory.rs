@@ -300,10 +300,6 @@ impl Kernel {
         let dev = pt::swap_device(pte);
         let off = pt::swap_offset(pte);
         let memcg = self.mms[mm as usize].memcg;
-        let exclusive = self.anon_vmas[self.mms[mm as usize].anon_vma as usize]
-            .mms
-            .len()
-            == 1;
         let (folio, first_page, base_vpn, base_off, nr) = match self.swap_cache_lookup(dev, off) {
             Some((folio, page)) => (folio, page, vpn, off, 1),
             None => {
@@ -364,13 +360,17 @@ impl Kernel {
                 (folio, folio, base_vpn, base_off, nr)
             }
         };
+        // pte_swp_exclusive: the folio is mapped writable only if no other PTE holds its swap
+        // entries (fork shares them, and the kernel then clears the exclusive marker).
+        let si = &self.swap[dev as usize];
+        let exclusive = (0..nr).all(|i| si.swap_count(base_off + i) == 1);
         let mut flags = pt::YOUNG;
         if exclusive {
             flags |= pt::WRITE;
-        }
-        if write {
-            flags |= pt::DIRTY;
-            self.mem.set(folio, pg::DIRTY);
+            if write {
+                flags |= pt::DIRTY;
+                self.mem.set(folio, pg::DIRTY);
+            }
         }
         let start = self.mms[mm as usize].vmas[vi].start;
         for i in 0..nr {
@@ -387,6 +387,13 @@ impl Kernel {
         }
         if self.mem.test(folio, pg::SWAPCACHE) && (self.vm_swap_full() || (write && exclusive)) {
             self.folio_free_swap(folio);
+        }
+        if write && !exclusive {
+            // A write to a page other mms may still map (after fork) was mapped read-only:
+            // do_swap_page goes on to do_wp_page, which copies it.
+            let idx = (vpn - start) as usize;
+            let pte = self.mms[mm as usize].vmas[vi].ptes[idx];
+            return self.do_wp_page(mm, vi, vpn, pte);
         }
         Ok(())
     }
@@ -439,6 +446,22 @@ impl Kernel {
             self.split_huge_pmd_file(mm, vi, old);
             return self.do_fault(mm, vi, vpn, true);
         }
+        if !file && pte & pt::PMD != 0 {
+            // do_huge_pmd_wp_page: a THP that only this PMD maps (and no swap cache holds) is
+            // reused whole; a shared one (after fork) has its PMD split, and the fault falls
+            // back to the PTE (VM_FAULT_FALLBACK), which copies one page below.
+            if self.mem.mapcount(old) == self.mem.nr_pages(old)
+                && !self.mem.test(old, pg::SWAPCACHE)
+            {
+                let (first, nr) = self.folio_ptes(old, mm, vi);
+                for p in &mut self.mms[mm as usize].vmas[vi].ptes[first..first + nr] {
+                    *p |= pt::WRITE | pt::DIRTY;
+                }
+                self.charge_time(self.hw.pte_update_ns);
+                return Ok(());
+            }
+            self.split_huge_pmd(mm, vi, old);
+        }
         // Making the PTE writable (ptep_set_access_flags) or replacing it (ptep_clear_flush)
         // unfolds its contpte block.
         self.contpte_try_unfold(mm, vi, idx);
@@ -456,7 +479,15 @@ impl Kernel {
             return Ok(());
         }
         let memcg = self.mms[mm as usize].memcg;
+        let orig_pte = self.mms[mm as usize].vmas[vi].ptes[idx];
         let pfn = self.alloc_anon_page(mm, vi, vpn, memcg)?;
+        if self.mms[mm as usize].vmas[vi].ptes[idx] != orig_pte {
+            // wp_page_copy's pte_same check: reclaim during the new page's charge changed the
+            // PTE (unmapped the old page for swap-out, split its folio, aged it). The new page
+            // goes back and the access faults again, as the retried instruction would.
+            self.free_folio(pfn);
+            return self.handle_mm_fault(mm, vi, vpn, true);
+        }
         self.mem.pages[pfn as usize].content = self.mem.pages[old_page as usize].content;
         self.mem.set(pfn, pg::SWAPBACKED);
         self.mms[mm as usize].vmas[vi].ptes[idx] =

@@ -55,6 +55,19 @@ impl Workload {
         total.max(1)
     }
 
+    /// do_exit of user task `t`. Under `--check` the invariant checker runs first, so that a
+    /// corruption shows as a violation rather than as a panic in the exit's teardown; if it finds
+    /// one, the task does not exit and the run stops with it.
+    fn exit(&mut self, k: &mut Kernel, t: u32) {
+        if k.spec.check {
+            self.violations = crate::check::check(k);
+            if !self.violations.is_empty() {
+                return;
+            }
+        }
+        k.do_exit(t);
+    }
+
     /// Runs user task `t` until `quantum_end_ns`, a block, or its end. Returns when its CPU is
     /// free.
     pub fn step(&mut self, k: &mut Kernel, t: u32, quantum_end_ns: u64) -> u64 {
@@ -62,12 +75,16 @@ impl Workload {
         while k.clock_ns < quantum_end_ns {
             let pc = self.tasks[t as usize].pc;
             let Some(op) = program.get(pc) else {
-                k.do_exit(t);
+                self.exit(k, t);
                 self.reap_exits(k);
                 return k.clock_ns;
             };
             let (clock_before, user_before) = (k.clock_ns, k.tasks[t as usize].user_ns);
             let result = self.run_op(k, t, op, quantum_end_ns);
+            if !self.violations.is_empty() {
+                // The checker stopped an exit: the run ends with its findings (run.rs).
+                return k.clock_ns;
+            }
             // The op may have ended tasks (an OOM kill, an exit): barriers stop waiting for them.
             self.reap_exits(k);
             let task = &mut k.tasks[t as usize];
@@ -76,7 +93,7 @@ impl Workload {
                 Ok(f) => f,
                 Err(Killed) => {
                     k.tasks[t as usize].oom_killed = true;
-                    k.do_exit(t);
+                    self.exit(k, t);
                     self.reap_exits(k);
                     return k.clock_ns;
                 }
@@ -258,7 +275,7 @@ impl Workload {
             Op::FileWrite(req) => return k.file_write_op(t, req, quantum_end_ns),
             Op::Fsync { file } => k.vfs_fsync(*file),
             Op::Sleep { .. } | Op::Barrier { .. } => {}
-            Op::Exit => k.do_exit(t),
+            Op::Exit => self.exit(k, t),
             Op::IterationStart => {
                 self.tasks[t as usize].iteration_start = Some((k.clock_ns, k.stat.clone()));
             }

@@ -156,6 +156,8 @@ pub struct Workload {
     pub iterations: Vec<Map<String, Value>>,
     /// The XSBench generator's parameters, when a task runs it.
     pub xsbench: Option<xsbench::Xsbench>,
+    /// What the invariant checker found before a task's exit (under `--check`).
+    pub violations: Vec<String>,
 }
 
 /// The figures of one iteration, from the counters at its start and end.
