@@ -23,7 +23,7 @@ use crate::mm::memory::Killed;
 use crate::mm::pagetable as pt;
 use crate::mm::vmstat::Vm;
 use crate::mm::Kernel;
-use crate::scenario::generators::{arg_positive, GeneratorDef, GeneratorParams};
+use crate::scenario::generators::{arg_in_range, GeneratorDef, GeneratorParams};
 use crate::scenario::walker::{Node, Res};
 use crate::scenario::{InputError, MachineSpec, Op, TaskSpec};
 use std::rc::Rc;
@@ -86,9 +86,9 @@ impl GeneratorParams for Xsbench {
     }
     fn apply_arg(&mut self, key: &str, v: &Value) -> Result<bool, String> {
         match key {
-            "particles" => self.particles = arg_positive(v)?,
-            "sample" => self.sample = arg_positive(v)?,
-            "threads" => self.threads = arg_positive(v)?.min(256) as u32,
+            "particles" => self.particles = arg_in_range(v, 1, 1 << 40)?,
+            "sample" => self.sample = arg_in_range(v, 1, 1 << 20)?,
+            "threads" => self.threads = arg_in_range(v, 1, 256)? as u32,
             "reads" => {
                 self.poisson_index = match v.as_str() {
                     Some("exact") => false,
