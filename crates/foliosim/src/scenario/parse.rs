@@ -270,11 +270,15 @@ fn check_published(
             .str_opt("metric")?
             .ok_or_else(|| figure.missing("metric", "a metric such as \"sim_time_s\""))?;
         match figure.table.get("published") {
-            None | Some(Value::Integer(_)) | Some(Value::Float(_)) => {}
+            // a string says why there is no figure ("not published")
+            None | Some(Value::Integer(_) | Value::Float(_) | Value::String(_)) => {}
             Some(v) => {
                 return Err(figure.err(
                     "published",
-                    format!("expected a number, found {}", describe(v)),
+                    format!(
+                        "expected a number (or a string saying why there is none), found {}",
+                        describe(v)
+                    ),
                 ))
             }
         }
@@ -448,7 +452,7 @@ mod tests {
                 "unknown key",
             ),
             (
-                "profile = \"v6.18\"\nmetric = \"sim_time_s\"\npublished = \"3\"",
+                "profile = \"v6.18\"\nmetric = \"sim_time_s\"\npublished = true",
                 "published.figure[0].published",
                 "number",
             ),
