@@ -74,6 +74,13 @@ fn generator_sizes_are_bounded_by_the_address_space() {
         "v",
     );
     assert_names(&e, "variant.v.args.size", &["at most 15 TiB"]);
+    // XSBench's arrays: isotopes x gridpoints points, the index array 4 B per isotope each
+    let e = refused(&generator_task(
+        "xsbench",
+        "isotopes = 4096\ngridpoints = 16777216",
+        "",
+    ));
+    assert_names(&e, "task[0].gridpoints", &["at most 15 TiB"]);
 }
 
 #[test]
