@@ -20,13 +20,65 @@ pub const VERSION: &str = env!("CARGO_PKG_VERSION");
 impl Scenario {
     /// Reads and checks a scenario file. Errors name the path as given.
     pub fn load(path: &std::path::Path) -> Result<Scenario, InputError> {
-        scenario::parse::load(path, &workload::Registry)
+        let scenario = scenario::parse::load(path, &workload::Registry)?;
+        check_published_metrics(&scenario)?;
+        Ok(scenario)
     }
 
     /// Parses and checks scenario text; `file` names it in errors.
     pub fn parse_str(text: &str, file: &str) -> Result<Scenario, InputError> {
-        scenario::parse::parse_str(text, file, &workload::Registry)
+        let scenario = scenario::parse::parse_str(text, file, &workload::Registry)?;
+        check_published_metrics(&scenario)?;
+        Ok(scenario)
     }
+}
+
+/// The `metric` of each `[[published.figure]]` (whose structure the parser checked) in the
+/// grammar of stats/compare.rs, with the variants and profiles it compares against defined by
+/// the scenario. Checked here because stats/ is above scenario/.
+fn check_published_metrics(s: &Scenario) -> Result<(), InputError> {
+    use stats::compare::Metric;
+    let figures = s.published.get("figure").and_then(|f| f.as_array());
+    for (i, figure) in figures.into_iter().flatten().enumerate() {
+        let Some(text) = figure.get("metric").and_then(|m| m.as_str()) else {
+            continue;
+        };
+        let err = |message: String| InputError {
+            file: s.file.clone(),
+            key: format!("published.figure[{i}].metric"),
+            message,
+        };
+        let (base_variant, base_profile) = match Metric::parse(text).map_err(err)? {
+            Metric::Relative { base_variant, .. } | Metric::IterationRatio { base_variant, .. } => {
+                (Some(base_variant), None)
+            }
+            Metric::RelativeProfile { base_profile, .. }
+            | Metric::VmstatRelativeProfile { base_profile, .. }
+            | Metric::SimTimeRelativeProfile(base_profile) => (None, Some(base_profile)),
+            _ => (None, None),
+        };
+        if let Some(base) = base_variant {
+            if !s.variants.iter().any(|v| v.name == base) {
+                return Err(err(format!(
+                    "expected a base variant of the scenario ({}), found {base:?}",
+                    s.variants
+                        .iter()
+                        .map(|v| v.name.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )));
+            }
+        }
+        if let Some(base) = base_profile {
+            if !s.profiles.contains(&base) {
+                return Err(err(format!(
+                    "expected a base profile of the scenario ({}), found {base:?}",
+                    s.profiles.join(", ")
+                )));
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Runs one (scenario, profile, variant, seed): boot, spawn, drive, result (see run.rs).

@@ -10,8 +10,8 @@ use std::fmt::Debug;
 
 use toml::Value;
 
-use super::units::parse_size;
-use super::walker::{join, Cx, Node, Res};
+use super::units::{format_size, parse_size};
+use super::walker::{describe, join, Cx, Node, Res, MAX_MAPPING_BYTES};
 use super::{MachineSpec, Program};
 
 /// The backing device's read_ahead_kb when a file names none (the kernel's default bdi
@@ -87,11 +87,49 @@ pub fn arg_positive(v: &Value) -> Result<u64, String> {
         .ok_or_else(|| "expected a positive integer".to_string())
 }
 
+/// A variant argument that must be an integer in `min..=max` (the range its generator's key
+/// takes in the task, so an override cannot reach what the task itself may not).
+pub fn arg_in_range(v: &Value, min: u64, max: u64) -> Result<u64, String> {
+    let out_of_range = || {
+        format!(
+            "expected an integer in {min}..={max}, found {}",
+            describe(v)
+        )
+    };
+    // below 1 keeps the message it always had
+    let n = if min >= 1 {
+        arg_positive(v)?
+    } else {
+        v.as_integer()
+            .and_then(|i| u64::try_from(i).ok())
+            .ok_or_else(out_of_range)?
+    };
+    if (min..=max).contains(&n) {
+        Ok(n)
+    } else {
+        Err(out_of_range())
+    }
+}
+
 /// A variant argument that must be a size string.
 pub fn arg_size(v: &Value) -> Result<u64, String> {
     v.as_str()
         .ok_or_else(|| "expected a size string".to_string())
         .and_then(parse_size)
+}
+
+/// A variant argument that must be the size of one mapping: a size string of at most
+/// MAX_MAPPING_BYTES (what a task's 32-bit page numbers can address).
+pub fn arg_mapping_size(v: &Value) -> Result<u64, String> {
+    let bytes = arg_size(v)?;
+    if bytes > MAX_MAPPING_BYTES {
+        return Err(format!(
+            "expected a size of at most {}, found {}",
+            format_size(MAX_MAPPING_BYTES),
+            format_size(bytes)
+        ));
+    }
+    Ok(bytes)
 }
 
 /// "expected one of usemem, ...": the registry's names.
@@ -131,6 +169,8 @@ pub(super) fn apply_generator_args(
     program: &mut Program,
     args: &toml::Table,
 ) -> Result<(), (String, String)> {
+    // a scenario whose variants give args has a generator task (checked at parse time);
+    // its op-list tasks take none
     let Program::Generator(params) = program else {
         return Ok(());
     };

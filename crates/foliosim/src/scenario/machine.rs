@@ -14,7 +14,10 @@ use super::units::format_size;
 use super::walker::{describe, join, unique, Node, Res};
 use super::{CgroupSpec, FileSpec, MachineSpec, NodeSpec, SwapKind, SwapSpec, Tier};
 
-const MAX_FILE_BYTES: u64 = 1 << 44;
+/// The largest `[[file]]`: its page cache is indexed by 32-bit page numbers, and page index
+/// arithmetic (index + folio size, readahead windows) must not reach 2^32 (a 16 TiB file wrapped
+/// its page count to 0).
+const MAX_FILE_BYTES: u64 = 8 << 40;
 
 /// Names of the hardware cost profiles `[machine] hardware` accepts.
 pub fn hardware_profile_names() -> Vec<String> {
@@ -252,7 +255,7 @@ impl Node<'_> {
     pub(crate) fn file_size(&self) -> Res<u64> {
         let size_bytes = self.positive_size("size")?;
         if size_bytes > MAX_FILE_BYTES {
-            return Err(self.err("size", "expected a file of at most 16 TiB"));
+            return Err(self.err("size", "expected a file of at most 8 TiB"));
         }
         Ok(size_bytes)
     }

@@ -4,6 +4,7 @@
 //! module sees malformed input. `types` and `mempolicy` hold the plain values mm/ works with,
 //! kept here so that this layer needs nothing from mm/.
 
+mod footprint;
 pub mod generation;
 pub mod generators;
 pub mod knobs;
@@ -24,6 +25,17 @@ use types::{ReadRequest, WriteRequest};
 
 pub use knobs::Knobs;
 pub use profile::Profile;
+pub use walker::MAX_MAPPING_BYTES;
+
+/// The most simulated time one task's program may spend in sleeps and touch work (about 95
+/// years): the simulated clock is a u64 of ns, and this leaves it room for everything else.
+pub const MAX_PROGRAM_TIME_NS: u64 = 3_000_000_000 * 1_000_000_000;
+/// The most samples the time series may be asked for by a program's own sleeps and work: a
+/// program may spend at most this many `sample_interval`s (each sample is one row of counters).
+pub const MAX_SERIES_SAMPLES: u64 = 1_000_000;
+/// The shortest `sample_interval`: the series takes a row per interval of simulated time, so
+/// shorter intervals grow it without bound (1 ms gives 1,000 rows per simulated second).
+pub const MIN_SAMPLE_INTERVAL_NS: u64 = 1_000_000;
 
 /// A user-facing error: names the file, the key, and what was expected. Exit status 2.
 #[derive(Debug, Clone, PartialEq, Eq)]

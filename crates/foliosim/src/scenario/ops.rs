@@ -13,14 +13,81 @@ use super::mempolicy::Mempolicy;
 use super::parse::DEFAULT_ZIPF_THETA_MILLI;
 use super::types::{content, ReadRequest, WriteRequest, PAGE_SIZE};
 use super::units::format_size;
-use super::walker::{describe, join, unique, Cx, Node, Res};
+use super::walker::{describe, join, unique, Cx, Node, Res, MAX_MAPPING_BYTES};
 use super::{Access, Advice, CgroupSpec, FileSpec, MachineSpec, Op, Pattern, Program, TaskSpec};
+use super::{MAX_PROGRAM_TIME_NS, MAX_SERIES_SAMPLES};
 
 /// Content class written by `data = "zero"` and `data = "nonzero"`.
 const DATA_ZERO: u8 = content::ZERO;
 const DATA_NONZERO: u8 = content::DATA_DEFAULT;
 /// Forks nested deeper than this are refused (keeps recursion bounded).
 const MAX_FORK_DEPTH: usize = 16;
+/// Address space an mmap takes besides its pages: up to 511 pages of alignment to a PMD, as many
+/// again for a file's page offset, and a guard page (mm/vma.rs).
+const MMAP_OVERHEAD_BYTES: u64 = 1024 * PAGE_SIZE;
+
+/// What one program has used up so far of what the model can count: the address space of its
+/// mmaps (virtual page numbers never come back after a munmap) and its sleeps and touch work on
+/// the simulated clock. A fork child starts from a copy of its parent's.
+#[derive(Clone, Copy, Default)]
+struct ProgramUse {
+    mapped_bytes: u64,
+    time_ns: u64,
+}
+
+impl ProgramUse {
+    /// Adds one mapping of `size_bytes`, or names the limit at `size`.
+    fn map(&mut self, node: &Node, size_bytes: u64) -> Res<()> {
+        let total = self
+            .mapped_bytes
+            .saturating_add(size_bytes.div_ceil(PAGE_SIZE) * PAGE_SIZE)
+            .saturating_add(MMAP_OVERHEAD_BYTES);
+        if total > MAX_MAPPING_BYTES + MMAP_OVERHEAD_BYTES {
+            return Err(node.err(
+                "size",
+                format!(
+                    "expected the task's mappings to total at most {} (a task's address space: \
+                     32-bit page numbers from 1 TiB), found {} with this one",
+                    format_size(MAX_MAPPING_BYTES),
+                    format_size(total.saturating_sub(MMAP_OVERHEAD_BYTES))
+                ),
+            ));
+        }
+        self.mapped_bytes = total;
+        Ok(())
+    }
+
+    /// Adds `ns` of sleep or work, or names the limit (`max_time_ns`) at `key`.
+    fn spend(&mut self, node: &Node, key: &str, ns: u64, max_time_ns: u64) -> Res<()> {
+        match self.time_ns.checked_add(ns) {
+            Some(total) if total <= max_time_ns => {
+                self.time_ns = total;
+                Ok(())
+            }
+            total => Err(node.err(
+                key,
+                format!(
+                    "expected the task's sleeps and touch work to total at most {} of simulated \
+                     time ({MAX_SERIES_SAMPLES} sample_intervals, and at most {}), found {}",
+                    format_time(max_time_ns),
+                    format_time(MAX_PROGRAM_TIME_NS),
+                    total.map_or("more than 584 years".to_string(), format_time)
+                ),
+            )),
+        }
+    }
+}
+
+/// A time for messages: whole seconds when it is at least one, else ns.
+fn format_time(ns: u64) -> String {
+    if ns >= 1_000_000_000 && ns.is_multiple_of(1_000_000_000) {
+        format!("{} s", ns / 1_000_000_000)
+    } else if ns >= 1_000_000_000 {
+        format!("{:.3} s", ns as f64 / 1e9)
+    } else {
+        format!("{ns} ns")
+    }
+}
 
 const TASK_KEYS: &[&str] = &["name", "cgroup", "node", "mempolicy", "generator", "ops"];
 
@@ -29,6 +96,7 @@ pub(super) fn parse_tasks(
     machine: &MachineSpec,
     cgroups: &[CgroupSpec],
     files: &[FileSpec],
+    sample_interval_ns: u64,
 ) -> Res<Vec<TaskSpec>> {
     let entries = top.tables("task")?;
     if entries.is_empty() {
@@ -110,6 +178,9 @@ pub(super) fn parse_tasks(
                     cx: top.cx,
                     nr_nodes,
                     files,
+                    max_time_ns: sample_interval_ns
+                        .saturating_mul(MAX_SERIES_SAMPLES)
+                        .min(MAX_PROGRAM_TIME_NS),
                 };
                 Program::Ops(parse_ops(
                     &cx,
@@ -118,6 +189,7 @@ pub(super) fn parse_tasks(
                     &mut regions,
                     &mut BTreeSet::new(),
                     &mut names,
+                    &mut ProgramUse::default(),
                     0,
                 )?)
             }
@@ -166,6 +238,8 @@ struct OpsCx<'a> {
     cx: &'a Cx<'a>,
     nr_nodes: u32,
     files: &'a [FileSpec],
+    /// The most sleep and touch work one program may add up to.
+    max_time_ns: u64,
 }
 
 /// An op's required `mode`, a memory policy.
@@ -189,6 +263,7 @@ fn parse_ops(
     regions: &mut BTreeMap<String, u64>,
     readonly: &mut BTreeSet<String>,
     names: &mut BTreeSet<String>,
+    used: &mut ProgramUse,
     depth: usize,
 ) -> Res<Vec<Op>> {
     let cx = ocx.cx;
@@ -252,6 +327,7 @@ fn parse_ops(
                         size_bytes, write, ..
                     } = op
                     {
+                        used.map(&node, size_bytes)?;
                         regions.insert(region.clone(), size_bytes);
                         if !write {
                             readonly.insert(region);
@@ -268,6 +344,7 @@ fn parse_ops(
                         }
                     }
                     let size_bytes = node.positive_size("size")?;
+                    used.map(&node, size_bytes)?;
                     regions.insert(region.clone(), size_bytes);
                     Op::Mmap { region, size_bytes }
                 }
@@ -301,6 +378,28 @@ fn parse_ops(
             "touch" => {
                 let op = parse_touch(&node, regions)?;
                 if let Op::Touch {
+                    work_ns,
+                    count,
+                    len_bytes,
+                    offset_bytes,
+                    region,
+                    ..
+                } = &op
+                {
+                    // each touch charges its work: count touches, or one per page of the range
+                    let touches = count.unwrap_or_else(|| {
+                        len_bytes
+                            .unwrap_or(regions[region].saturating_sub(*offset_bytes))
+                            .div_ceil(PAGE_SIZE)
+                    });
+                    used.spend(
+                        &node,
+                        "work",
+                        work_ns.saturating_mul(touches),
+                        ocx.max_time_ns,
+                    )?;
+                }
+                if let Op::Touch {
                     region,
                     access: Access::Write,
                     ..
@@ -322,6 +421,7 @@ fn parse_ops(
                 let ns = node
                     .time_opt("time")?
                     .ok_or_else(|| node.missing("time", "a time such as \"1ms\""))?;
+                used.spend(&node, "time", ns, ocx.max_time_ns)?;
                 Op::Sleep { ns }
             }
             "barrier" => Op::Barrier {
@@ -341,6 +441,7 @@ fn parse_ops(
                     .ok_or_else(|| node.missing("ops", "the child's op list"))?;
                 let mut child_regions = regions.clone();
                 let mut child_readonly = readonly.clone();
+                let mut child_used = *used;
                 let child = parse_ops(
                     ocx,
                     child_items,
@@ -348,6 +449,7 @@ fn parse_ops(
                     &mut child_regions,
                     &mut child_readonly,
                     names,
+                    &mut child_used,
                     depth + 1,
                 )?;
                 Op::Fork { name, child }

@@ -21,7 +21,7 @@ use super::ops::parse_tasks;
 use super::profile::Profile;
 use super::resolve::{parse_knob_table, parse_variants, Limits};
 use super::walker::{describe, syntax_error, unique, Cx, Node, Res};
-use super::{InputError, Scenario};
+use super::{InputError, Program, Scenario, TaskSpec, Variant, MIN_SAMPLE_INTERVAL_NS};
 
 pub use super::machine::hardware_profile_names;
 pub use super::resolve::{parse_set, resolve};
@@ -105,6 +105,15 @@ fn parse_scenario(cx: &Cx, table: &Table) -> Res<Scenario> {
     if sample_interval_ns == 0 {
         return Err(top.err("sample_interval", "expected a time greater than 0"));
     }
+    if sample_interval_ns < MIN_SAMPLE_INTERVAL_NS {
+        return Err(top.err(
+            "sample_interval",
+            format!(
+                "expected a time of at least 1ms (the time series takes a row per interval), \
+                 found {sample_interval_ns}ns"
+            ),
+        ));
+    }
     let sched_quantum_ns = top
         .time_opt("sched_quantum")?
         .unwrap_or(DEFAULT_SCHED_QUANTUM_NS);
@@ -125,9 +134,13 @@ fn parse_scenario(cx: &Cx, table: &Table) -> Res<Scenario> {
     };
     let variants = parse_variants(&top, &limits)?;
     let files = parse_files(&top)?;
-    let tasks = parse_tasks(&top, &machine, &cgroups, &files)?;
+    let tasks = parse_tasks(&top, &machine, &cgroups, &files, sample_interval_ns)?;
+    check_variant_args(&top, &variants, &tasks)?;
     let published = match top.table_opt("published")? {
-        Some(t) => toml_to_json(&Value::Table(t.clone())),
+        Some(t) => {
+            check_published(&top, t, &profiles, &variants)?;
+            toml_to_json(&Value::Table(t.clone()))
+        }
         None => serde_json::Value::Null,
     };
     Ok(Scenario {
@@ -170,6 +183,107 @@ fn parse_profiles(top: &Node) -> Res<Vec<String>> {
         profiles.push(name.clone());
     }
     Ok(profiles)
+}
+
+/// A variant's `args` override generator parameters: a scenario without a generator task has
+/// nothing for them to apply to.
+fn check_variant_args(top: &Node, variants: &[Variant], tasks: &[TaskSpec]) -> Res<()> {
+    let has_generator = tasks
+        .iter()
+        .any(|t| matches!(t.program, Program::Generator(_)));
+    if has_generator {
+        return Ok(());
+    }
+    match variants.iter().position(|v| !v.args.is_empty()) {
+        Some(i) => Err(top.cx.err(
+            &format!("variant[{i}].args"),
+            "expected args only in a scenario with a generator task (no [[task]] names a \
+             generator, and op lists take no args)",
+        )),
+        None => Ok(()),
+    }
+}
+
+/// `[published]`: `source`, `notes` and `[[published.figure]]` entries, each naming a run of
+/// this scenario (one of its `profiles`, one of its variants) and a `metric` (whose grammar the
+/// engine checks at load, see lib.rs), with the seed's figure as `published`.
+fn check_published(
+    top: &Node,
+    table: &Table,
+    profiles: &[String],
+    variants: &[Variant],
+) -> Res<()> {
+    let published = Node::new(
+        top.cx,
+        table,
+        top.key("published"),
+        &["source", "notes", "figure"],
+    )?;
+    published.str_opt("source")?;
+    if let Some(notes) = published.array_opt("notes")? {
+        for (i, note) in notes.iter().enumerate() {
+            if !note.is_str() {
+                return Err(top.cx.err(
+                    &format!("{}[{i}]", published.key("notes")),
+                    format!("expected a string, found {}", describe(note)),
+                ));
+            }
+        }
+    }
+    for (path, t) in published.tables("figure")? {
+        let figure = Node::new(
+            top.cx,
+            t,
+            path,
+            &["label", "profile", "variant", "metric", "published"],
+        )?;
+        figure.str_opt("label")?;
+        let profile = figure
+            .str_opt("profile")?
+            .ok_or_else(|| figure.missing("profile", "one of the scenario's profiles"))?;
+        if !profiles.iter().any(|p| p == profile) {
+            return Err(figure.err(
+                "profile",
+                format!(
+                    "expected one of the scenario's profiles ({}), found {profile:?}",
+                    profiles.join(", ")
+                ),
+            ));
+        }
+        if let Some(variant) = figure.str_opt("variant")? {
+            if !variants.iter().any(|v| v.name == variant) {
+                let names: Vec<&str> = variants.iter().map(|v| v.name.as_str()).collect();
+                return Err(figure.err(
+                    "variant",
+                    format!(
+                        "expected a variant of the scenario ({}), found {variant:?}",
+                        if names.is_empty() {
+                            "none defined".to_string()
+                        } else {
+                            names.join(", ")
+                        }
+                    ),
+                ));
+            }
+        }
+        figure
+            .str_opt("metric")?
+            .ok_or_else(|| figure.missing("metric", "a metric such as \"sim_time_s\""))?;
+        match figure.table.get("published") {
+            // a string says why there is no figure ("not published")
+            None | Some(Value::Integer(_) | Value::Float(_) | Value::String(_)) => {}
+            Some(v) => {
+                return Err(figure.err(
+                    "published",
+                    format!(
+                        "expected a number (or a string saying why there is none), found {}",
+                        describe(v)
+                    ),
+                ))
+            }
+        }
+    }
+    Ok(())
 }
 
 /// `[published]` as JSON: tables become objects (sorted keys), datetimes strings, and floats that
@@ -299,13 +413,56 @@ mod tests {
     #[test]
     fn published_becomes_json() {
         let s = parse(&format!(
-            "{MINIMAL}\n[published]\nunit = \"s\"\nfigures = [{{ a = 1, b = 2.5 }}]\n"
+            "{MINIMAL}\n[published]\nsource = \"s\"\n[[published.figure]]\nprofile = \"v6.18\"\nmetric = \"sim_time_s\"\npublished = 2.5\n"
         ))
         .unwrap();
         assert_eq!(
             s.published,
-            serde_json::json!({"unit": "s", "figures": [{"a": 1, "b": 2.5}]})
+            serde_json::json!({"source": "s", "figure": [{"profile": "v6.18", "metric": "sim_time_s", "published": 2.5}]})
         );
+    }
+
+    #[test]
+    fn published_is_checked_against_the_scenario() {
+        let figure = |body: &str| {
+            parse(&format!(
+                "{MINIMAL}\n[[variant]]\nname = \"a\"\n[published]\n[[published.figure]]\n{body}\n"
+            ))
+        };
+        assert!(figure("profile = \"v6.18\"\nvariant = \"a\"\nmetric = \"sim_time_s\"").is_ok());
+        for (body, key, words) in [
+            (
+                "profile = \"v6.9\"\nmetric = \"sim_time_s\"",
+                "published.figure[0].profile",
+                "v6.18",
+            ),
+            (
+                "profile = \"v6.18\"\nvariant = \"b\"\nmetric = \"sim_time_s\"",
+                "published.figure[0].variant",
+                "(a)",
+            ),
+            (
+                "profile = \"v6.18\"",
+                "published.figure[0].metric",
+                "missing",
+            ),
+            (
+                "profile = \"v6.18\"\nmetric = \"sim_time_s\"\nlabl = \"x\"",
+                "published.figure[0].labl",
+                "unknown key",
+            ),
+            (
+                "profile = \"v6.18\"\nmetric = \"sim_time_s\"\npublished = true",
+                "published.figure[0].published",
+                "number",
+            ),
+        ] {
+            let e = figure(body).unwrap_err();
+            assert_eq!(e.key, key, "{e}");
+            assert!(e.message.contains(words), "{e}");
+        }
+        let e = parse(&format!("{MINIMAL}\n[published]\nunit = \"s\"\n")).unwrap_err();
+        assert_eq!(e.key, "published.unit");
     }
 
     #[test]

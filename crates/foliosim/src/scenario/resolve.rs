@@ -5,6 +5,7 @@ use std::collections::BTreeSet;
 
 use toml::{Table, Value};
 
+use super::footprint::{check_fits, host_available_bytes};
 use super::generators::apply_generator_args;
 use super::knobs::{self, Knobs};
 use super::machine::{cgroup_names, check_limit_fits};
@@ -103,6 +104,12 @@ pub(super) fn parse_variants(top: &Node, limits: &Limits) -> Res<Vec<Variant>> {
                     .collect::<Res<Vec<String>>>()?,
             ),
         };
+        if let Some(names) = &swapon {
+            let mut listed = BTreeSet::new();
+            for name in names {
+                unique(top.cx, &mut listed, name, &v.key("swapon"), "swap device")?;
+            }
+        }
         variants.push(Variant {
             name,
             knobs,
@@ -196,6 +203,8 @@ pub fn resolve(
             }
         }
     }
+    // the run as resolved (the variant's swap devices) must fit in this host's memory
+    check_fits(&scenario, host_available_bytes())?;
     Ok(RunSpec {
         scenario,
         profile,

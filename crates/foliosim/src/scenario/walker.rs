@@ -8,10 +8,15 @@ use toml::{Table, Value};
 
 use super::generators::GeneratorRegistry;
 use super::mempolicy::Mempolicy;
-use super::units::{parse_size, parse_time};
+use super::units::{format_size, parse_size, parse_time};
 use super::InputError;
 
 pub(crate) type Res<T> = Result<T, InputError>;
+
+/// The most one task may map in all, counting every mmap of its program (and of its parent's
+/// before a fork): a task's virtual page numbers are 32-bit and start at 1 TiB, so 15 TiB is
+/// what they can address. One mapping may take all of it.
+pub const MAX_MAPPING_BYTES: u64 = 15 << 40;
 
 pub(crate) struct Cx<'a> {
     pub(crate) file: &'a str,
@@ -172,6 +177,23 @@ impl<'a> Node<'a> {
     pub(crate) fn positive_size(&self, k: &str) -> Res<u64> {
         self.positive_size_opt(k)?
             .ok_or_else(|| self.missing(k, "a size such as 512M"))
+    }
+
+    /// The size of one mapping a generator makes: given, greater than 0 and at most
+    /// MAX_MAPPING_BYTES.
+    pub(crate) fn mapping_size(&self, k: &str) -> Res<u64> {
+        let bytes = self.positive_size(k)?;
+        if bytes > MAX_MAPPING_BYTES {
+            return Err(self.err(
+                k,
+                format!(
+                    "expected a size of at most {} (a task's address space), found {}",
+                    format_size(MAX_MAPPING_BYTES),
+                    format_size(bytes)
+                ),
+            ));
+        }
+        Ok(bytes)
     }
 
     /// An optional size that, when given, is greater than 0.

@@ -121,7 +121,9 @@ impl Workload {
                 }
                 Op::Sleep { ns } => {
                     let cpu_free = k.clock_ns;
-                    k.clock_ns += ns;
+                    // the parser bounds a program's sleeps (MAX_PROGRAM_TIME_NS); the clock
+                    // stops at its end rather than wrapping to the start of time
+                    k.clock_ns = k.clock_ns.saturating_add(*ns);
                     self.tasks[t as usize].op_end_ns[pc] = k.clock_ns;
                     return cpu_free;
                 }
@@ -147,7 +149,7 @@ impl Workload {
         let mm = k.tasks[t as usize].mm.expect("user task has an mm");
         match op {
             Op::Mmap { region, size_bytes } => {
-                let nr_pages = size_bytes.div_ceil(crate::mm::PAGE_SIZE) as u32;
+                let nr_pages = mapping_pages(*size_bytes);
                 let start = k.mmap_anon(mm, nr_pages);
                 self.tasks[t as usize].set_region(region, start, nr_pages);
             }
@@ -160,8 +162,8 @@ impl Workload {
                 write,
                 exec,
             } => {
-                let nr_pages = size_bytes.div_ceil(crate::mm::PAGE_SIZE) as u32;
-                let pgoff = (offset_bytes / crate::mm::PAGE_SIZE) as u32;
+                let nr_pages = mapping_pages(*size_bytes);
+                let pgoff = mapping_pages(*offset_bytes);
                 let mut flags = 0;
                 for (on, flag) in [(*shared, VM_SHARED), (*write, VM_WRITE), (*exec, VM_EXEC)] {
                     if on {
@@ -349,4 +351,10 @@ fn page_range(r: &Region, offset_bytes: u64, len_bytes: Option<u64>) -> (u32, u3
         None => r.nr_pages,
     };
     (from, to)
+}
+
+/// The pages of a mapping of `bytes` (or of an offset into a file): the parser keeps mappings
+/// within MAX_MAPPING_BYTES and files within 8 TiB, so they fit a task's 32-bit page numbers.
+fn mapping_pages(bytes: u64) -> u32 {
+    u32::try_from(bytes.div_ceil(crate::mm::PAGE_SIZE)).expect("the parser bounds mappings")
 }

@@ -15,7 +15,7 @@ use super::{params_of, Generator, Workload};
 use crate::mm::filemap::ReadRequest;
 use crate::mm::mempolicy::{Mempolicy, MpolMode};
 use crate::mm::Kernel;
-use crate::scenario::generators::{arg_positive, GeneratorDef, GeneratorParams};
+use crate::scenario::generators::{arg_in_range, GeneratorDef, GeneratorParams};
 use crate::scenario::walker::{Node, Res};
 use crate::scenario::{InputError, IterationReport, MachineSpec, Op, TaskSpec};
 use std::rc::Rc;
@@ -84,8 +84,8 @@ impl GeneratorParams for FileRead {
                         as u32,
                 )
             }
-            "cycles" => self.cycles = arg_positive(v)?.min(100_000) as u32,
-            "preload_reads" => self.preload_reads = arg_positive(v)?.min(1000) as u32,
+            "cycles" => self.cycles = arg_in_range(v, 1, 100_000)? as u32,
+            "preload_reads" => self.preload_reads = arg_in_range(v, 1, 1000)? as u32,
             _ => return Ok(false),
         }
         Ok(true)

@@ -7,7 +7,7 @@ use super::task::Report;
 use super::{params_of, Generator, LiveProgram, Workload};
 use crate::mm::folio::content;
 use crate::mm::Kernel;
-use crate::scenario::generators::{arg_positive, arg_size, GeneratorDef, GeneratorParams};
+use crate::scenario::generators::{arg_in_range, arg_mapping_size, GeneratorDef, GeneratorParams};
 use crate::scenario::walker::{Node, Res};
 use crate::scenario::{Access, InputError, MachineSpec, Op, Pattern, TaskSpec};
 use std::rc::Rc;
@@ -33,7 +33,7 @@ impl GeneratorDef for ForkCowGenerator {
     }
     fn parse(&self, task: &Node, _machine: &MachineSpec) -> Res<Box<dyn GeneratorParams>> {
         Ok(Box::new(ForkCow {
-            size_bytes: task.positive_size("size")?,
+            size_bytes: task.mapping_size("size")?,
             children: task.int_opt("children", 1, 64)?.unwrap_or(2) as u64,
             writes: task.int_opt("writes", 1, 1 << 32)?.unwrap_or(10_000) as u64,
         }))
@@ -46,9 +46,9 @@ impl GeneratorParams for ForkCow {
     }
     fn apply_arg(&mut self, key: &str, v: &Value) -> Result<bool, String> {
         match key {
-            "size" => self.size_bytes = arg_size(v)?,
-            "children" => self.children = arg_positive(v)?.min(64),
-            "writes" => self.writes = arg_positive(v)?,
+            "size" => self.size_bytes = arg_mapping_size(v)?,
+            "children" => self.children = arg_in_range(v, 1, 64)?,
+            "writes" => self.writes = arg_in_range(v, 1, 1 << 32)?,
             _ => return Ok(false),
         }
         Ok(true)

@@ -41,8 +41,8 @@ impl GeneratorDef for KbuildGenerator {
         &["jobs", "units", "size_min", "size_max", "passes", "work"]
     }
     fn parse(&self, task: &Node, _machine: &MachineSpec) -> Res<Box<dyn GeneratorParams>> {
-        let size_min_bytes = task.positive_size("size_min")?;
-        let size_max_bytes = task.positive_size("size_max")?;
+        let size_min_bytes = task.mapping_size("size_min")?;
+        let size_max_bytes = task.mapping_size("size_max")?;
         if size_max_bytes < size_min_bytes {
             return Err(task.err("size_max", "expected a size at least size_min"));
         }

@@ -11,12 +11,16 @@ use super::task::Report;
 use super::{params_of, Generator, LiveProgram, Workload};
 use crate::mm::folio::content;
 use crate::mm::Kernel;
-use crate::scenario::generators::{arg_bool, arg_positive, GeneratorDef, GeneratorParams};
+use crate::scenario::generators::{arg_bool, arg_in_range, GeneratorDef, GeneratorParams};
 use crate::scenario::walker::{Node, Res};
 use crate::scenario::{Advice, InputError, IterationReport, MachineSpec, Op, TaskSpec};
 use crate::sim::rng::GlibcRand;
 use std::rc::Rc;
 use toml::Value;
+
+/// The most iterations a task may run: the program is unrolled (about 4,600 ops, some 140 KB of
+/// host memory, per iteration), so 10,000 take about 1.4 GB; 100,000 took 14 GB.
+pub const MAX_ITERATIONS: u64 = 10_000;
 
 /// `generator = "thp_swap_allocator"`: the tool with its `-a` (aligned swap-in) and `-s` (small
 /// folios) flags, for `iterations` rounds.
@@ -40,7 +44,7 @@ impl GeneratorDef for ThpSwapAllocatorGenerator {
         Ok(Box::new(ThpSwapAllocator {
             aligned: task.bool_opt("aligned")?.unwrap_or(false),
             small_folios: task.bool_opt("small_folios")?.unwrap_or(false),
-            iterations: task.int_opt("iterations", 1, 100_000)?.unwrap_or(100) as u32,
+            iterations: task.int_opt("iterations", 1, MAX_ITERATIONS as i64)?.unwrap_or(100) as u32,
         }))
     }
 }
@@ -53,7 +57,7 @@ impl GeneratorParams for ThpSwapAllocator {
         match key {
             "aligned" => self.aligned = arg_bool(v)?,
             "small_folios" => self.small_folios = arg_bool(v)?,
-            "iterations" => self.iterations = arg_positive(v)? as u32,
+            "iterations" => self.iterations = arg_in_range(v, 1, MAX_ITERATIONS)? as u32,
             _ => return Ok(false),
         }
         Ok(true)

@@ -23,8 +23,10 @@ use crate::mm::memory::Killed;
 use crate::mm::pagetable as pt;
 use crate::mm::vmstat::Vm;
 use crate::mm::Kernel;
-use crate::scenario::generators::{arg_positive, GeneratorDef, GeneratorParams};
+use crate::scenario::generators::{arg_in_range, GeneratorDef, GeneratorParams};
+use crate::scenario::units::format_size;
 use crate::scenario::walker::{Node, Res};
+use crate::scenario::MAX_MAPPING_BYTES;
 use crate::scenario::{InputError, MachineSpec, Op, TaskSpec};
 use std::rc::Rc;
 use toml::Value;
@@ -49,7 +51,7 @@ impl GeneratorDef for XsbenchGenerator {
     }
     fn parse(&self, task: &Node, _machine: &MachineSpec) -> Res<Box<dyn GeneratorParams>> {
         let d = Xsbench::default();
-        Ok(Box::new(Xsbench {
+        let x = Xsbench {
             threads: task.int_opt("threads", 1, 256)?.unwrap_or(d.threads as i64) as u32,
             particles: task
                 .int_opt("particles", 1, 1 << 40)?
@@ -76,7 +78,24 @@ impl GeneratorDef for XsbenchGenerator {
                     ))
                 }
             },
-        }))
+        };
+        // the three arrays are mappings of thread 0's process: they share its address space
+        let mapped_bytes = x
+            .regions()
+            .iter()
+            .fold(0u64, |sum, &(_, bytes)| sum.saturating_add(bytes));
+        if mapped_bytes > MAX_MAPPING_BYTES {
+            return Err(task.err(
+                "gridpoints",
+                format!(
+                    "expected isotopes x gridpoints to give arrays of at most {} in all (a \
+                     task's address space), found {}",
+                    format_size(MAX_MAPPING_BYTES),
+                    format_size(mapped_bytes)
+                ),
+            ));
+        }
+        Ok(Box::new(x))
     }
 }
 
@@ -86,9 +105,9 @@ impl GeneratorParams for Xsbench {
     }
     fn apply_arg(&mut self, key: &str, v: &Value) -> Result<bool, String> {
         match key {
-            "particles" => self.particles = arg_positive(v)?,
-            "sample" => self.sample = arg_positive(v)?,
-            "threads" => self.threads = arg_positive(v)?.min(256) as u32,
+            "particles" => self.particles = arg_in_range(v, 1, 1 << 40)?,
+            "sample" => self.sample = arg_in_range(v, 1, 1 << 20)?,
+            "threads" => self.threads = arg_in_range(v, 1, 256)? as u32,
             "reads" => {
                 self.poisson_index = match v.as_str() {
                     Some("exact") => false,

@@ -7,7 +7,7 @@ use super::task::Report;
 use super::{params_of, Generator, LiveProgram, Workload};
 use crate::mm::folio::content;
 use crate::mm::Kernel;
-use crate::scenario::generators::{arg_positive, GeneratorDef, GeneratorParams};
+use crate::scenario::generators::{arg_in_range, GeneratorDef, GeneratorParams};
 use crate::scenario::walker::{Node, Res};
 use crate::scenario::{Advice, InputError, IterationReport, MachineSpec, Op, TaskSpec};
 use std::rc::Rc;
@@ -32,7 +32,7 @@ impl GeneratorDef for ZeroSubpageGenerator {
     }
     fn parse(&self, task: &Node, _machine: &MachineSpec) -> Res<Box<dyn GeneratorParams>> {
         Ok(Box::new(ZeroSubpage {
-            size_bytes: task.positive_size("size")?,
+            size_bytes: task.mapping_size("size")?,
             offset: task.int_opt("offset", 0, 4095)?.unwrap_or(0) as u64,
             num_dirty: task.int_opt("num_dirty", 1, 512)?.unwrap_or(1) as u64,
         }))
@@ -45,8 +45,8 @@ impl GeneratorParams for ZeroSubpage {
     }
     fn apply_arg(&mut self, key: &str, v: &Value) -> Result<bool, String> {
         match key {
-            "offset" => self.offset = arg_positive(v)?.min(4095),
-            "num_dirty" => self.num_dirty = arg_positive(v)?.min(512),
+            "offset" => self.offset = arg_in_range(v, 0, 4095)?,
+            "num_dirty" => self.num_dirty = arg_in_range(v, 1, 512)?,
             _ => return Ok(false),
         }
         Ok(true)
