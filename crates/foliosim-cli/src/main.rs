@@ -31,6 +31,9 @@ enum Failure {
     Check(String),
     /// A live run could not be done (status 3), failed (1) or was interrupted (128 + signal).
     Live { message: String, status: i32 },
+    /// The result file could not be written (status 1) or its write was interrupted
+    /// (128 + signal); no result file was left.
+    Write { message: String, status: i32 },
 }
 
 impl From<InputError> for Failure {
@@ -64,7 +67,7 @@ fn main() {
             eprintln!("foliosim: {message}");
             std::process::exit(1);
         }
-        Err(Failure::Live { message, status }) => {
+        Err(Failure::Live { message, status } | Failure::Write { message, status }) => {
             eprintln!("foliosim: {}", one_line(&message));
             std::process::exit(status);
         }
