@@ -60,7 +60,10 @@ fn main() {
     match result {
         Ok(()) => {}
         Err(Failure::Input(e)) => {
-            eprintln!("foliosim: {}", one_line(&e.to_string()));
+            eprintln!(
+                "foliosim: {}",
+                shorten_long_words(&one_line(&e.to_string()))
+            );
             std::process::exit(2);
         }
         Err(Failure::Check(message)) => {
@@ -68,7 +71,7 @@ fn main() {
             std::process::exit(1);
         }
         Err(Failure::Live { message, status } | Failure::Write { message, status }) => {
-            eprintln!("foliosim: {}", one_line(&message));
+            eprintln!("foliosim: {}", shorten_long_words(&one_line(&message)));
             std::process::exit(status);
         }
     }
@@ -109,7 +112,8 @@ fn usage_error(e: clap::Error) -> ! {
         .take_while(|w| !w.starts_with(['[', '<']))
         .collect();
     eprintln!(
-        "foliosim: {reason}\nFor more information, try '{} --help'.",
+        "foliosim: {}\nFor more information, try '{} --help'.",
+        shorten_long_words(&reason),
         command.join(" ")
     );
     std::process::exit(e.exit_code());
@@ -118,6 +122,36 @@ fn usage_error(e: clap::Error) -> ! {
 /// Input errors are one line whatever text they carry.
 fn one_line(text: &str) -> String {
     text.lines().collect::<Vec<_>>().join("; ")
+}
+
+/// Words (paths, names, values) longer than this many characters are echoed shortened.
+const LONG_WORD_CHARS: usize = 200;
+const SHOWN_WORD_CHARS: usize = 60;
+
+/// A message with each word over LONG_WORD_CHARS characters cut to its first SHOWN_WORD_CHARS
+/// and its length (`"bbbb"… (100000 characters)`, as the scenario parser shows them), so that a
+/// 100,000-character argument or name is not echoed whole. (The scenario parser shortens the
+/// values it quotes already; this covers every other echo.)
+fn shorten_long_words(text: &str) -> String {
+    let words: Vec<String> = text
+        .split(' ')
+        .map(|word| {
+            // `key:`, `"value",`: the punctuation and quotes stay around the shortened word
+            let body = word.trim_end_matches([':', ',', ';']);
+            let tail = &word[body.len()..];
+            let (quote, inner) = match body.strip_prefix('"') {
+                Some(rest) => ("\"", rest.strip_suffix('"').unwrap_or(rest)),
+                None => ("", body),
+            };
+            let count = inner.chars().count();
+            if count <= LONG_WORD_CHARS {
+                return word.to_string();
+            }
+            let start: String = inner.chars().take(SHOWN_WORD_CHARS).collect();
+            format!("{quote}{start}{quote}… ({count} characters){tail}")
+        })
+        .collect();
+    words.join(" ")
 }
 
 /// Writes to stdout, ignoring a closed pipe (`foliosim list | head`).
@@ -133,4 +167,24 @@ fn json_error(path: &Path, message: String) -> Failure {
         key: String::new(),
         message: format!("cannot encode JSON: {message}"),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn long_words_are_shortened_with_their_punctuation() {
+        let long = "b".repeat(1000);
+        assert_eq!(
+            shorten_long_words(&format!("--variant: {long}: found \"{long}\", or")),
+            format!(
+                "--variant: {}… (1000 characters): found \"{}\"… (1000 characters), or",
+                &long[..60],
+                &long[..60]
+            )
+        );
+        let short = "/a/path/of/some/length.json: expected";
+        assert_eq!(shorten_long_words(short), short);
+    }
 }
