@@ -53,7 +53,9 @@ fn push_aligned(text: &mut String, rows: &[(String, String)]) {
         .max()
         .unwrap_or(0);
     for (a, b) in rows {
-        text.push_str(format!("  {a:width$}  {b}").trim_end());
+        // padded by hand: a format width over 65,535 (a scenario file's long name) panics
+        let padding = " ".repeat(width - a.chars().count());
+        text.push_str(format!("  {a}{padding}  {b}").trim_end());
         text.push('\n');
     }
 }

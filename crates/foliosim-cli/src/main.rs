@@ -31,6 +31,9 @@ enum Failure {
     Check(String),
     /// A live run could not be done (status 3), failed (1) or was interrupted (128 + signal).
     Live { message: String, status: i32 },
+    /// The result file could not be written (status 1) or its write was interrupted
+    /// (128 + signal); no result file was left.
+    Write { message: String, status: i32 },
 }
 
 impl From<InputError> for Failure {
@@ -57,15 +60,18 @@ fn main() {
     match result {
         Ok(()) => {}
         Err(Failure::Input(e)) => {
-            eprintln!("foliosim: {}", one_line(&e.to_string()));
+            eprintln!(
+                "foliosim: {}",
+                shorten_long_words(&one_line(&e.to_string()))
+            );
             std::process::exit(2);
         }
         Err(Failure::Check(message)) => {
             eprintln!("foliosim: {message}");
             std::process::exit(1);
         }
-        Err(Failure::Live { message, status }) => {
-            eprintln!("foliosim: {}", one_line(&message));
+        Err(Failure::Live { message, status } | Failure::Write { message, status }) => {
+            eprintln!("foliosim: {}", shorten_long_words(&one_line(&message)));
             std::process::exit(status);
         }
     }
@@ -106,7 +112,8 @@ fn usage_error(e: clap::Error) -> ! {
         .take_while(|w| !w.starts_with(['[', '<']))
         .collect();
     eprintln!(
-        "foliosim: {reason}\nFor more information, try '{} --help'.",
+        "foliosim: {}\nFor more information, try '{} --help'.",
+        shorten_long_words(&reason),
         command.join(" ")
     );
     std::process::exit(e.exit_code());
@@ -115,6 +122,36 @@ fn usage_error(e: clap::Error) -> ! {
 /// Input errors are one line whatever text they carry.
 fn one_line(text: &str) -> String {
     text.lines().collect::<Vec<_>>().join("; ")
+}
+
+/// Words (paths, names, values) longer than this many characters are echoed shortened.
+const LONG_WORD_CHARS: usize = 200;
+const SHOWN_WORD_CHARS: usize = 60;
+
+/// A message with each word over LONG_WORD_CHARS characters cut to its first SHOWN_WORD_CHARS
+/// and its length (`"bbbb"… (100000 characters)`, as the scenario parser shows them), so that a
+/// 100,000-character argument or name is not echoed whole. (The scenario parser shortens the
+/// values it quotes already; this covers every other echo.)
+fn shorten_long_words(text: &str) -> String {
+    let words: Vec<String> = text
+        .split(' ')
+        .map(|word| {
+            // `key:`, `"value",`: the punctuation and quotes stay around the shortened word
+            let body = word.trim_end_matches([':', ',', ';']);
+            let tail = &word[body.len()..];
+            let (quote, inner) = match body.strip_prefix('"') {
+                Some(rest) => ("\"", rest.strip_suffix('"').unwrap_or(rest)),
+                None => ("", body),
+            };
+            let count = inner.chars().count();
+            if count <= LONG_WORD_CHARS {
+                return word.to_string();
+            }
+            let start: String = inner.chars().take(SHOWN_WORD_CHARS).collect();
+            format!("{quote}{start}{quote}… ({count} characters){tail}")
+        })
+        .collect();
+    words.join(" ")
 }
 
 /// Writes to stdout, ignoring a closed pipe (`foliosim list | head`).
@@ -130,4 +167,24 @@ fn json_error(path: &Path, message: String) -> Failure {
         key: String::new(),
         message: format!("cannot encode JSON: {message}"),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn long_words_are_shortened_with_their_punctuation() {
+        let long = "b".repeat(1000);
+        assert_eq!(
+            shorten_long_words(&format!("--variant: {long}: found \"{long}\", or")),
+            format!(
+                "--variant: {}… (1000 characters): found \"{}\"… (1000 characters), or",
+                &long[..60],
+                &long[..60]
+            )
+        );
+        let short = "/a/path/of/some/length.json: expected";
+        assert_eq!(shorten_long_words(short), short);
+    }
 }

@@ -76,7 +76,7 @@ pub fn reproduce(args: &ReproduceArgs) -> Result<(), Failure> {
         return Ok(());
     }
     if let Some(json) = &args.json {
-        output::check_writable_dir(json)?;
+        output::check_output_path(json)?;
     }
     let mut text = String::new();
     let mut documents = Vec::new();

@@ -68,7 +68,7 @@ pub fn variants_and_sets(
         .map(|s| parse::parse_set(s))
         .collect::<Result<Vec<_>, _>>()?;
     if let Some(json) = json {
-        output::check_writable_dir(json)?;
+        output::check_output_path(json)?;
     }
     Ok((variants, sets))
 }

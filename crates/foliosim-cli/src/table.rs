@@ -1,5 +1,6 @@
 //! The comparison table: one column per run (profile/variant), one row per key figure.
 
+use aho_corasick::{AhoCorasick, Anchored, Input, MatchKind, StartKind};
 use comfy_table::{presets, CellAlignment, ColumnConstraint, Table as TextTable, Width};
 use foliosim::scenario::{Scenario, TaskSpec};
 use foliosim::RunResult;
@@ -59,27 +60,34 @@ pub fn comparison(scenario: &Scenario, runs: &[RunResult]) -> Table {
         "sim time (ms)".to_string(),
         runs.iter().map(|r| format_ms(r.sim_time_ns)).collect(),
     ));
-    for (index, task) in scenario.tasks.iter().enumerate() {
-        let (field, sum, label) = task_metric(task);
-        let cells = runs
-            .iter()
-            .map(|run| {
-                let values: Vec<u64> = run
-                    .tasks
-                    .iter()
-                    .filter(|t| owner_of(scenario, task_name(t)) == Some(index))
-                    .filter_map(|t| t.get(field).and_then(|v| v.as_u64()))
-                    .collect();
-                if values.is_empty() {
-                    MISSING.to_string()
-                } else if sum {
-                    values.iter().sum::<u64>().to_string()
-                } else {
-                    format_ms(values.iter().copied().max().unwrap_or(0))
-                }
-            })
-            .collect();
-        rows.push((label, cells));
+    let owners = Owners::new(scenario);
+    let metrics: Vec<_> = scenario.tasks.iter().map(task_metric).collect();
+    // cells[run][task]: each run's result tasks are grouped by owner once
+    let cells: Vec<Vec<String>> = runs
+        .iter()
+        .map(|run| {
+            owners
+                .group(run)
+                .iter()
+                .zip(&metrics)
+                .map(|(tasks, (field, sum, _))| {
+                    let values: Vec<u64> = tasks
+                        .iter()
+                        .filter_map(|t| t.get(*field).and_then(|v| v.as_u64()))
+                        .collect();
+                    if values.is_empty() {
+                        MISSING.to_string()
+                    } else if *sum {
+                        values.iter().sum::<u64>().to_string()
+                    } else {
+                        format_ms(values.iter().copied().max().unwrap_or(0))
+                    }
+                })
+                .collect()
+        })
+        .collect();
+    for (index, (_, _, label)) in metrics.into_iter().enumerate() {
+        rows.push((label, cells.iter().map(|c| c[index].clone()).collect()));
     }
     let counted = |name: &str| {
         runs.iter()
@@ -139,20 +147,61 @@ fn task_metric(task: &TaskSpec) -> (&'static str, bool, String) {
     )
 }
 
-fn task_name(task: &serde_json::Map<String, serde_json::Value>) -> &str {
+fn task_name(task: &ResultTask) -> &str {
     task.get("name").and_then(|v| v.as_str()).unwrap_or("")
 }
 
-/// The scenario task a result task belongs to: the longest task name that starts the result's
-/// name (`usemem-3` belongs to `usemem`; `usemem2-0` to `usemem2` when both exist).
-pub(crate) fn owner_of(scenario: &Scenario, result_name: &str) -> Option<usize> {
-    scenario
-        .tasks
-        .iter()
-        .enumerate()
-        .filter(|(_, t)| result_name.starts_with(t.name.as_str()))
-        .max_by_key(|(_, t)| t.name.len())
-        .map(|(i, _)| i)
+/// A result task as the engine reports it (`name`, figures).
+pub(crate) type ResultTask = serde_json::Map<String, serde_json::Value>;
+
+/// Which scenario task a result task belongs to: the longest task name that starts the result's
+/// name (`usemem-3` belongs to `usemem`; `usemem2-0` to `usemem2` when both exist). One automaton
+/// over all the names answers in the time of reading the result's name, whatever the number of
+/// tasks (comparing with each name in turn made a table of 10^5 tasks take hours).
+pub(crate) struct Owners<'s> {
+    scenario: &'s Scenario,
+    /// The task names, matched from the start of a result name, the longest winning; None only
+    /// when the names exceed the automaton's limits (gigabytes of names), then they are scanned.
+    names: Option<AhoCorasick>,
+}
+
+impl<'s> Owners<'s> {
+    pub(crate) fn new(scenario: &'s Scenario) -> Owners<'s> {
+        let names = AhoCorasick::builder()
+            .match_kind(MatchKind::LeftmostLongest)
+            .start_kind(StartKind::Anchored)
+            .build(scenario.tasks.iter().map(|t| t.name.as_str()))
+            .ok();
+        Owners { scenario, names }
+    }
+
+    /// The index of the scenario task owning `result_name`, if any.
+    pub(crate) fn of(&self, result_name: &str) -> Option<usize> {
+        match &self.names {
+            Some(names) => names
+                .find(Input::new(result_name).anchored(Anchored::Yes))
+                .map(|m| m.pattern().as_usize()),
+            None => self
+                .scenario
+                .tasks
+                .iter()
+                .enumerate()
+                .filter(|(_, t)| result_name.starts_with(t.name.as_str()))
+                .max_by_key(|(_, t)| t.name.len())
+                .map(|(i, _)| i),
+        }
+    }
+
+    /// A run's result tasks grouped by the scenario task owning them, in the scenario's order.
+    pub(crate) fn group<'r>(&self, run: &'r RunResult) -> Vec<Vec<&'r ResultTask>> {
+        let mut groups = vec![Vec::new(); self.scenario.tasks.len()];
+        for task in &run.tasks {
+            if let Some(owner) = self.of(task_name(task)) {
+                groups[owner].push(task);
+            }
+        }
+        groups
+    }
 }
 
 /// "64kB" -> 64, for ordering sizes numerically.
@@ -164,14 +213,31 @@ fn format_ms(ns: u64) -> String {
     format!("{}.{:03}", ns / 1_000_000, (ns % 1_000_000) / 1_000)
 }
 
+/// Cells longer than this many characters (a name of thousands) show their start and their end,
+/// so that every row stays one line (comfy-table wraps a cell wider than 65,535 columns).
+const CELL_CHARS: usize = 100;
+const CELL_START_CHARS: usize = 60;
+const CELL_END_CHARS: usize = 30;
+
+/// A cell as the table shows it: whole, or its first and last characters around a `…`.
+fn shown(cell: &str) -> String {
+    let count = cell.chars().count();
+    if count <= CELL_CHARS {
+        return cell.to_string();
+    }
+    let start: String = cell.chars().take(CELL_START_CHARS).collect();
+    let end: String = cell.chars().skip(count - CELL_END_CHARS).collect();
+    format!("{start}…{end}")
+}
+
 /// Renders the table: labels left-aligned, figures right-aligned, two spaces between columns.
 pub fn render(table: &Table) -> String {
     let mut text = TextTable::new();
     text.load_style(presets::NOTHING)
         .force_no_tty()
-        .set_header(std::iter::once(String::new()).chain(table.columns.iter().cloned()));
+        .set_header(std::iter::once(String::new()).chain(table.columns.iter().map(|c| shown(c))));
     for (label, cells) in &table.rows {
-        text.add_row(std::iter::once(label.clone()).chain(cells.iter().cloned()));
+        text.add_row(std::iter::once(shown(label)).chain(cells.iter().map(|c| shown(c))));
     }
     let mut columns = text.column_iter_mut();
     if let Some(labels) = columns.next() {
@@ -195,9 +261,9 @@ pub fn render_aligned(
     let mut text = TextTable::new();
     text.load_style(presets::NOTHING)
         .force_no_tty()
-        .set_header(header.to_vec());
+        .set_header(header.iter().map(|c| shown(c)));
     for row in rows {
-        text.add_row(row.clone());
+        text.add_row(row.iter().map(|c| shown(c)));
     }
     for (index, column) in text.column_iter_mut().enumerate() {
         column.set_padding((2, 0));
@@ -240,6 +306,111 @@ mod tests {
             "          v6.9/4K      b\n\
              pgfault         1  12345\n\
              oom_kill      100      0\n"
+        );
+    }
+
+    /// A scenario of op-list tasks with these names.
+    fn scenario_of(names: &[String]) -> Scenario {
+        let mut text = String::from(
+            "name = \"t\"\nprofiles = [\"v6.12\"]\n[machine]\n[[machine.node]]\nmemory = \"1G\"\ncpus = 2\n",
+        );
+        for name in names {
+            text.push_str(&format!(
+                "[[task]]\nname = \"{name}\"\nops = [{{ op = \"mmap\", region = \"r\", size = \"4K\" }}]\n"
+            ));
+        }
+        Scenario::parse_str(&text, "t.toml").unwrap()
+    }
+
+    fn result_of(task_names: &[String]) -> RunResult {
+        RunResult {
+            profile: "v6.12".into(),
+            variant: None,
+            seed: 1,
+            sim_time_ns: 0,
+            vmstat: Default::default(),
+            mthp: Default::default(),
+            memcg: Default::default(),
+            zram: Default::default(),
+            tasks: task_names
+                .iter()
+                .enumerate()
+                .map(|(i, name)| {
+                    let mut task = ResultTask::new();
+                    task.insert("name".into(), name.as_str().into());
+                    task.insert("exit_ns".into(), (i as u64 * 1_000_000).into());
+                    task
+                })
+                .collect(),
+            iterations: Vec::new(),
+            series: Default::default(),
+        }
+    }
+
+    #[test]
+    fn a_result_task_belongs_to_the_longest_task_name_starting_it() {
+        let names: Vec<String> = ["usemem", "usemem2", "a", "ab"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        let scenario = scenario_of(&names);
+        let owners = Owners::new(&scenario);
+        assert_eq!(owners.of("usemem-3"), Some(0));
+        assert_eq!(owners.of("usemem2-0"), Some(1));
+        assert_eq!(owners.of("usemem"), Some(0));
+        assert_eq!(owners.of("ac"), Some(2));
+        assert_eq!(owners.of("abc"), Some(3));
+        assert_eq!(owners.of("b"), None);
+        assert_eq!(owners.of(""), None);
+    }
+
+    #[test]
+    fn a_table_of_many_tasks_is_made_in_one_pass() {
+        // 20,000 tasks and 40,000 result tasks: comparing each result with each name for each
+        // row (what the table did) would take about 10^13 steps and never end
+        let names: Vec<String> = (0..20_000).map(|i| format!("task{i}")).collect();
+        let results: Vec<String> = names
+            .iter()
+            .flat_map(|n| [n.clone(), format!("{n}-child")])
+            .collect();
+        let scenario = scenario_of(&names);
+        let table = comparison(&scenario, &[result_of(&results)]);
+        // the row of task7 shows the later exit of task7 and task7-child (results 14 and 15)
+        let row = table
+            .rows
+            .iter()
+            .find(|(l, _)| l.starts_with("task7 "))
+            .unwrap();
+        assert_eq!(row.1, vec!["15.000".to_string()]);
+        let row = table
+            .rows
+            .iter()
+            .find(|(l, _)| l.starts_with("task19999 "))
+            .unwrap();
+        assert_eq!(row.1, vec!["39999.000".to_string()]);
+    }
+
+    #[test]
+    fn long_names_are_shortened_to_keep_one_line_per_row() {
+        let long = format!("{}z", "a".repeat(100_000));
+        let t = Table {
+            columns: vec![format!("v6.12/{long}")],
+            rows: vec![(format!("{long} exit (ms)"), vec!["1.000".into()])],
+        };
+        let text = render(&t);
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.len(), 2, "{text}");
+        assert!(lines.iter().all(|l| l.chars().count() < 200), "{text}");
+        assert!(lines[0].trim_start().starts_with("v6.12/aaa"), "{text}");
+        assert!(lines[0].ends_with("aaaaz"), "{text}");
+        assert!(
+            lines[1].contains("…") && lines[1].ends_with("1.000"),
+            "{text}"
+        );
+        let aligned = render_aligned(&["figure"], &[vec![long.clone()]], 1, 12);
+        assert!(
+            aligned.lines().all(|l| l.chars().count() < 200),
+            "{aligned}"
         );
     }
 

@@ -63,14 +63,9 @@ pub fn iteration_mean(run: &RunResult, key: &str, from: usize) -> Option<f64> {
 
 /// A task figure summed over the result tasks a scenario task owns (usemem-0, usemem-1, ...),
 /// or its maximum for times of exit.
-fn task_figure(scenario: &Scenario, run: &RunResult, task: usize, key: &str) -> Option<f64> {
-    let values: Vec<f64> = run
-        .tasks
+fn task_figure(owned: &[&table::ResultTask], key: &str) -> Option<f64> {
+    let values: Vec<f64> = owned
         .iter()
-        .filter(|t| {
-            let name = t.get("name").and_then(Value::as_str).unwrap_or("");
-            table::owner_of(scenario, name) == Some(task)
-        })
         .filter_map(|t| t.get(key).and_then(Value::as_f64))
         .collect();
     if values.is_empty() {
@@ -92,6 +87,8 @@ pub fn rows(scenario: &Scenario, sim: &RunResult, live: &RunResult) -> Vec<Row> 
         ms(sim.sim_time_ns as f64),
         ms(live.sim_time_ns as f64),
     )];
+    let owners = table::Owners::new(scenario);
+    let (sim_tasks, live_tasks) = (owners.group(sim), owners.group(live));
     for (index, task) in scenario.tasks.iter().enumerate() {
         for (key, label, scale) in [
             ("exit_ns", "exit (ms)", 1e-6),
@@ -100,8 +97,8 @@ pub fn rows(scenario: &Scenario, sim: &RunResult, live: &RunResult) -> Vec<Row> 
             ("throughput_kbps", "throughput_kbps", 1.0),
         ] {
             if let (Some(s), Some(l)) = (
-                task_figure(scenario, sim, index, key),
-                task_figure(scenario, live, index, key),
+                task_figure(&sim_tasks[index], key),
+                task_figure(&live_tasks[index], key),
             ) {
                 rows.push(Row::figure(
                     format!("{} {label}", task.name),

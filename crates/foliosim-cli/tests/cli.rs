@@ -78,6 +78,14 @@ fn stderr_of(out: &Output) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()
 }
 
+/// Whether `dir` holds no temporary file (`*.tmp`) of a result.
+fn no_temporary_files(dir: &TempDir) -> bool {
+    std::fs::read_dir(&dir.0)
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .all(|e| !e.file_name().to_string_lossy().ends_with(".tmp"))
+}
+
 /// Runs `foliosim run FILE ARGS... --json OUT` and checks the input-error contract: exit 2, one
 /// line `foliosim: FILE: KEY: ...` containing each of `needles`, and no output file.
 fn expect_input_error(dir: &TempDir, scenario: &Path, extra: &[&str], needles: &[&str]) -> String {
@@ -98,7 +106,7 @@ fn expect_input_error(dir: &TempDir, scenario: &Path, extra: &[&str], needles: &
         assert!(stderr.contains(needle), "{needle:?} missing from: {stderr}");
     }
     assert!(!json.exists(), "no --json output on error");
-    assert!(!dir.path("out.json.tmp").exists(), "no temporary file left");
+    assert!(no_temporary_files(dir), "no temporary file left");
     assert!(out.stdout.is_empty(), "nothing on stdout on error");
     stderr
 }
@@ -215,6 +223,71 @@ fn negative_size() {
     let file = dir.write("t.toml", &VALID.replace("size = \"16M\"", "size = -16"));
     let name = file.display().to_string();
     expect_input_error(&dir, &file, &[], &[&format!("{name}: task[0].size: ")]);
+}
+
+#[test]
+fn a_float_where_an_integer_is_expected_reads_as_a_float() {
+    let dir = TempDir::new("float");
+    for (value, shown) in [
+        ("2.0", "found 2.0"),
+        ("1e30", "found 1e30"),
+        ("2.5", "found 2.5"),
+    ] {
+        let file = dir.write(
+            "s.toml",
+            &VALID.replace("cpus = 2", &format!("cpus = {value}")),
+        );
+        let stderr = expect_input_error(
+            &dir,
+            &file,
+            &[],
+            &["machine.node[0].cpus: expected an integer", shown],
+        );
+        assert!(stderr.trim_end().ends_with(shown), "{stderr}");
+    }
+    // a size too: not 1000000000000000000000000000000
+    let file = dir.write("t.toml", &VALID.replace("size = \"16M\"", "size = 1e30"));
+    expect_input_error(&dir, &file, &[], &["task[0].size: ", "found 1e30"]);
+}
+
+/// A name of 100,000 characters.
+fn long_name() -> String {
+    "n".repeat(100_000)
+}
+
+#[test]
+fn a_long_value_is_echoed_shortened() {
+    let dir = TempDir::new("long-echo");
+    let long = long_name();
+    let cases = [
+        // a name that is not one (the scenario parser's echo)
+        (
+            VALID.replace("name = \"usemem\"", &format!("name = \"{long} x\"")),
+            vec![],
+            "task[0].name: ",
+            "(100002 characters)",
+        ),
+        // a value not among the choices
+        (
+            VALID.replace("kind = \"brd\"", &format!("kind = \"{long}\"")),
+            vec![],
+            "swap[0].kind: ",
+            "(100000 characters)",
+        ),
+        // a command-line value
+        (
+            VALID.to_string(),
+            vec!["--variant".to_string(), long.clone()],
+            "--variant: ",
+            "(100000 characters)",
+        ),
+    ];
+    for (text, args, key, length) in cases {
+        let file = dir.write("s.toml", &text);
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let stderr = expect_input_error(&dir, &file, &args, &[key, length, "nnnnnnnnnn"]);
+        assert!(stderr.len() < 1_000, "echoed whole: {} bytes", stderr.len());
+    }
 }
 
 #[test]
@@ -563,7 +636,7 @@ fn run_prints_a_column_per_run_and_writes_json() {
     assert!(stdout.contains("pswpout"), "{stdout}");
     let text = std::fs::read_to_string(&json).unwrap();
     assert!(text.ends_with("}\n"));
-    assert!(!dir.path("out.json.tmp").exists());
+    assert!(no_temporary_files(&dir));
     let doc: serde_json::Value = serde_json::from_str(&text).unwrap();
     assert_eq!(doc["foliosim_version"], env!("CARGO_PKG_VERSION"));
     assert_eq!(doc["scenario"], "cli-test");
@@ -608,6 +681,45 @@ fn memory_policies_run_under_check() {
     assert_eq!(vmstat["numa_hit"], 4096);
     assert_eq!(vmstat["numa_local"], 2048);
     assert_eq!(vmstat["numa_other"], 2048);
+}
+
+#[test]
+fn long_task_and_variant_names_keep_the_table_one_line_per_row() {
+    // the JSON holds the names whole; the table shows their start and end
+    let dir = TempDir::new("long-names");
+    let long = long_name();
+    let text = format!(
+        "{}\n[[variant]]\nname = \"{long}v\"\n",
+        VALID.replace("name = \"usemem\"", &format!("name = \"{long}t\""))
+    );
+    let file = dir.write("s.toml", &text);
+    let json = dir.path("out.json");
+    let out = foliosim()
+        .arg("run")
+        .arg(&file)
+        .arg("--json")
+        .arg(&json)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    let doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(doc["runs"][0]["variant"], format!("{long}v"));
+    assert_eq!(doc["runs"][0]["tasks"][0]["name"], format!("{long}t-0"));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.lines().all(|l| l.len() < 300), "a long line");
+    let header = stdout.lines().nth(2).unwrap();
+    assert!(header.trim().starts_with("v6.12/nnnn") && header.ends_with("nnnnv"));
+    let row = stdout
+        .lines()
+        .find(|l| l.starts_with("nnnn"))
+        .expect("the task's row");
+    assert!(
+        row.contains("…") && row.contains("nnnnt throughput_kbps"),
+        "{row}"
+    );
+    let figure = row.split_whitespace().last().unwrap();
+    assert!(figure.parse::<u64>().is_ok(), "no figure on the row: {row}");
 }
 
 #[test]

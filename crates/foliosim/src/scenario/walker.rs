@@ -45,13 +45,41 @@ pub(crate) fn join(path: &str, key: &str) -> String {
 /// A value as a message shows it after "found".
 pub(crate) fn describe(v: &Value) -> String {
     match v {
-        Value::String(s) => format!("{s:?}"),
+        Value::String(s) => quoted(s),
         Value::Integer(i) => i.to_string(),
-        Value::Float(f) => f.to_string(),
+        Value::Float(f) => float_text(*f),
         Value::Boolean(b) => b.to_string(),
         Value::Datetime(_) => "a datetime".into(),
         Value::Array(_) => "an array".into(),
         Value::Table(_) => "a table".into(),
+    }
+}
+
+/// Strings longer than this many characters are echoed by their start and their length, so a
+/// message stays one readable line whatever the input holds.
+const ECHOED_CHARS: usize = 60;
+
+/// A string as a message echoes it: quoted, and shortened to its first ECHOED_CHARS characters
+/// and its length when longer (`"aaaa"… (100000 characters)`).
+pub(crate) fn quoted(s: &str) -> String {
+    let count = s.chars().count();
+    if count <= ECHOED_CHARS {
+        return format!("{s:?}");
+    }
+    let start: String = s.chars().take(ECHOED_CHARS).collect();
+    format!("{start:?}… ({count} characters)")
+}
+
+/// A float as TOML writes it: `2.0` (not `2`, which would read as the integer expected),
+/// `1e30` (not 31 digits), `nan`, `inf`.
+fn float_text(f: f64) -> String {
+    if f.is_nan() {
+        "nan".into()
+    } else if f.is_infinite() {
+        if f > 0.0 { "inf" } else { "-inf" }.into()
+    } else {
+        // Debug keeps the ".0" of a whole number and switches to an exponent for large ones
+        format!("{f:?}")
     }
 }
 
@@ -116,7 +144,10 @@ impl<'a> Node<'a> {
         if !valid_name(name) {
             return Err(self.err(
                 k,
-                format!("expected a non-empty name of letters, digits and ._-+, found {name:?}"),
+                format!(
+                    "expected a non-empty name of letters, digits and ._-+, found {}",
+                    quoted(name)
+                ),
             ));
         }
         Ok(name.to_string())
@@ -274,7 +305,11 @@ impl<'a> Node<'a> {
             Some((_, v)) => Ok(Some(*v)),
             None => Err(self.err(
                 k,
-                format!("expected one of {}, found {s:?}", choice_names(choices)),
+                format!(
+                    "expected one of {}, found {}",
+                    choice_names(choices),
+                    quoted(s)
+                ),
             )),
         }
     }
@@ -304,7 +339,10 @@ pub(crate) fn unique(
     if !seen.insert(name.to_string()) {
         return Err(cx.err(
             key,
-            format!("expected a unique {what} name, found {name:?} a second time"),
+            format!(
+                "expected a unique {what} name, found {} a second time",
+                quoted(name)
+            ),
         ));
     }
     Ok(())
