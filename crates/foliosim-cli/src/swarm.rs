@@ -24,6 +24,9 @@ pub struct SwarmArgs {
     /// a directory for the minimised scenarios of failing seeds (made if missing)
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
+    /// print each seed's generated scenario (to reproduce one with `foliosim run`)
+    #[arg(long)]
+    pub print: bool,
 }
 
 /// Per-profile tally: seeds run and seeds failed.
@@ -70,7 +73,12 @@ pub fn swarm(args: &SwarmArgs) -> Result<(), Failure> {
             .or_default();
         tally.seeds += 1;
         *counts.entry(report.outcome.label()).or_default() += 1;
-        bar.suspend(|| println!("seed {seed} {profile}: {}", report.outcome.summary()));
+        bar.suspend(|| {
+            if args.print {
+                println!("{}", report.scenario.to_toml());
+            }
+            println!("seed {seed} {profile}: {}", report.outcome.summary())
+        });
         if report.outcome.failed() {
             tally.failed += 1;
             bar.set_message(format!("{} failed", failures.len() + 1));

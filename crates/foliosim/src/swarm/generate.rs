@@ -316,8 +316,8 @@ impl SwarmScenario {
         for n in &self.nodes {
             let _ = writeln!(
                 s,
-                "[[machine.node]]\nmemory = \"{}K\"\ncpus = {}",
-                n.memory_pages * PAGE_KIB,
+                "[[machine.node]]\nmemory = \"{}\"\ncpus = {}",
+                size_text(n.memory_pages),
                 n.cpus
             );
             if n.cxl {
@@ -327,9 +327,9 @@ impl SwarmScenario {
         for (i, d) in self.swaps.iter().enumerate() {
             let _ = writeln!(
                 s,
-                "\n[[swap]]\nname = \"sw{i}\"\nkind = \"{}\"\nsize = \"{}K\"",
+                "\n[[swap]]\nname = \"sw{i}\"\nkind = \"{}\"\nsize = \"{}\"",
                 d.kind,
-                d.size_pages * PAGE_KIB
+                size_text(d.size_pages)
             );
             if let Some(p) = d.priority {
                 let _ = writeln!(s, "priority = {p}");
@@ -340,7 +340,7 @@ impl SwarmScenario {
         }
         for (i, c) in self.cgroups.iter().enumerate() {
             let max = match c.max_pages {
-                Some(p) => format!("{}K", p * PAGE_KIB),
+                Some(p) => size_text(p),
                 None => "max".into(),
             };
             let _ = writeln!(
@@ -394,9 +394,18 @@ impl SwarmScenario {
     }
 }
 
+/// A size in pages as the scenario format writes it: "512M", or "12K" when not whole MiB.
+fn size_text(pages: u64) -> String {
+    if pages % MIB_PAGES == 0 {
+        format!("{}M", pages / MIB_PAGES)
+    } else {
+        format!("{}K", pages * PAGE_KIB)
+    }
+}
+
 fn render_arg(v: &GenArg) -> String {
     match v {
-        GenArg::Pages(p) => format!("\"{}K\"", p * PAGE_KIB),
+        GenArg::Pages(p) => format!("\"{}\"", size_text(*p)),
         GenArg::Count(c) => c.to_string(),
         GenArg::Bool(b) => b.to_string(),
     }
@@ -404,9 +413,9 @@ fn render_arg(v: &GenArg) -> String {
 
 fn render_range(fields: &mut Vec<String>, range: &Range) {
     if let Some((offset, len)) = range {
-        fields.push(format!("offset = \"{}K\"", offset * PAGE_KIB));
+        fields.push(format!("offset = \"{}\"", size_text(*offset)));
         if let Some(len) = len {
-            fields.push(format!("len = \"{}K\"", len * PAGE_KIB));
+            fields.push(format!("len = \"{}\"", size_text(*len)));
         }
     }
 }
@@ -419,7 +428,7 @@ fn render_op(s: &mut String, op: &OpGen, depth: usize) {
         OpGen::Mmap { region, pages } => {
             f.push("op = \"mmap\"".into());
             f.push(format!("region = {}", q(region)));
-            f.push(format!("size = \"{}K\"", pages * PAGE_KIB));
+            f.push(format!("size = \"{}\"", size_text(*pages)));
         }
         OpGen::MmapFile {
             region,
@@ -432,9 +441,9 @@ fn render_op(s: &mut String, op: &OpGen, depth: usize) {
             f.push("op = \"mmap\"".into());
             f.push(format!("region = {}", q(region)));
             f.push(format!("file = \"f{file}\""));
-            f.push(format!("offset = \"{}K\"", offset_pages * PAGE_KIB));
+            f.push(format!("offset = \"{}\"", size_text(*offset_pages)));
             if let Some(p) = pages {
-                f.push(format!("size = \"{}K\"", p * PAGE_KIB));
+                f.push(format!("size = \"{}\"", size_text(*p)));
             }
             f.push(format!("shared = {shared}"));
             f.push(format!("prot = {}", q(prot)));
@@ -509,7 +518,7 @@ fn render_op(s: &mut String, op: &OpGen, depth: usize) {
             f.push("op = \"read\"".into());
             f.push(format!("file = \"f{file}\""));
             render_range(&mut f, range);
-            f.push(format!("buffer = \"{}K\"", buffer_pages * PAGE_KIB));
+            f.push(format!("buffer = \"{}\"", size_text(*buffer_pages)));
         }
         OpGen::Write {
             file,
@@ -520,7 +529,7 @@ fn render_op(s: &mut String, op: &OpGen, depth: usize) {
             f.push("op = \"write\"".into());
             f.push(format!("file = \"f{file}\""));
             render_range(&mut f, range);
-            f.push(format!("buffer = \"{}K\"", buffer_pages * PAGE_KIB));
+            f.push(format!("buffer = \"{}\"", size_text(*buffer_pages)));
             if let Some(d) = data {
                 f.push(format!("data = {d}"));
             }
