@@ -10,7 +10,11 @@ const FAST_SEEDS: std::ops::Range<u64> = 0..300;
 /// Seeds of the fast slice that fail today, each an engine bug the swarm found and kept as a
 /// minimised scenario in tests/swarm-found/ (docs/reliability.md lists them). Remove a seed here
 /// once its bug is fixed; the slice then checks it again.
-const KNOWN_FAILING_SEEDS: &[u64] = &[];
+const KNOWN_FAILING_SEEDS: &[u64] = &[
+    // fork_cow: "folio N: mapcount 255 but 0 PTEs map it" after forked children exit
+    // (tests/swarm-found/swarm-226.toml; the item 2, an 8-bit mapcount gone below zero).
+    226,
+];
 
 #[test]
 fn every_generated_scenario_parses() {
