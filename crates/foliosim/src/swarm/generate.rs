@@ -396,7 +396,7 @@ impl SwarmScenario {
 
 /// A size in pages as the scenario format writes it: "512M", or "12K" when not whole MiB.
 fn size_text(pages: u64) -> String {
-    if pages % MIB_PAGES == 0 {
+    if pages.is_multiple_of(MIB_PAGES) {
         format!("{}M", pages / MIB_PAGES)
     } else {
         format!("{}K", pages * PAGE_KIB)

@@ -376,11 +376,7 @@ impl SwarmScenario {
             for op in ops {
                 match op {
                     OpGen::Mmap { pages, .. } => f(pages),
-                    OpGen::MmapFile { pages, .. } => {
-                        if let Some(p) = pages {
-                            f(p)
-                        }
-                    }
+                    OpGen::MmapFile { pages: Some(p), .. } => f(p),
                     OpGen::Touch { count, range, .. } => {
                         if let Some(c) = count {
                             f(c)
