@@ -34,6 +34,8 @@ pub enum Command {
     Validate(ValidateArgs),
     /// list scenarios, profiles, features and knobs
     List,
+    /// run random valid scenarios twice each with the invariant checker, minimise failures
+    Swarm(crate::swarm::SwarmArgs),
 }
 
 #[derive(Debug, PartialEq, Args)]

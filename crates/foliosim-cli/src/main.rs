@@ -13,6 +13,7 @@ mod progress;
 mod reproduce;
 mod run;
 mod scenarios;
+mod swarm;
 mod table;
 mod validate;
 
@@ -52,6 +53,7 @@ fn main() {
         Command::Reproduce(repro_args) => reproduce::reproduce(repro_args),
         Command::KernelRun(live_args) => kernel_run::kernel_run(live_args),
         Command::Validate(validate_args) => validate::validate(validate_args),
+        Command::Swarm(swarm_args) => swarm::swarm(swarm_args),
         Command::List => {
             list::list();
             Ok(())

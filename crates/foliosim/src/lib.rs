@@ -8,6 +8,7 @@ pub mod run;
 pub mod scenario;
 pub mod sim;
 pub mod stats;
+pub mod swarm;
 pub mod workload;
 
 pub use scenario::{InputError, RunSpec, Scenario};
