@@ -7,14 +7,31 @@ use foliosim::swarm::{self, Outcome, SwarmScenario};
 /// Seeds of the fast slice.
 const FAST_SEEDS: std::ops::Range<u64> = 0..300;
 
-/// Seeds of the fast slice that fail today, each an engine bug the swarm found and kept as a
-/// minimised scenario in tests/swarm-found/ (docs/reliability.md lists them). Remove a seed here
-/// once its bug is fixed; the slice then checks it again.
-const KNOWN_FAILING_SEEDS: &[u64] = &[
-    // fork_cow: "folio N: mapcount 255 but 0 PTEs map it" after forked children exit
-    // (tests/swarm-found/swarm-226.toml; the item 2, an 8-bit mapcount gone below zero).
-    226,
-];
+/// Every failure the swarm found, minimised (tests/swarm-found/swarm-SEED.toml), runs with the
+/// invariant checker on: each was an engine bug (docs/reliability.md lists them).
+#[test]
+fn the_swarm_s_past_failures_pass() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/swarm-found");
+    let mut files: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    files.sort();
+    assert!(files.len() >= 60, "the corpus is there");
+    for path in files {
+        let name = path.file_stem().unwrap().to_string_lossy().to_string();
+        let seed: u64 = name.trim_start_matches("swarm-").parse().unwrap();
+        let scenario = foliosim::Scenario::load(&path).unwrap_or_else(|e| panic!("{e}"));
+        for profile in &scenario.profiles {
+            let spec =
+                foliosim::scenario::parse::resolve(&scenario, profile, None, &[], seed, true)
+                    .unwrap_or_else(|e| panic!("{name}: {e}"));
+            if let Err(e) = foliosim::run(&spec, &mut |_| {}) {
+                panic!("{name} {profile}: {e}");
+            }
+        }
+    }
+}
 
 #[test]
 fn every_generated_scenario_parses() {
@@ -42,9 +59,6 @@ fn fast_slice_passes() {
     swarm::quiet_panics();
     let mut failures = Vec::new();
     for seed in FAST_SEEDS {
-        if KNOWN_FAILING_SEEDS.contains(&seed) {
-            continue;
-        }
         let report = swarm::run_seed(seed);
         if report.outcome.failed() {
             failures.push(format!("seed {seed}: {}", report.outcome.summary()));

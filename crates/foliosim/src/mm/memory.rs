@@ -488,6 +488,9 @@ impl Kernel {
             self.free_folio(pfn);
             return self.handle_mm_fault(mm, vi, vpn, true);
         }
+        // The reclaim may also have split the old page's large folio (the kernel's extra folio
+        // reference would have made that split fail): its rmap is now the page's own folio's.
+        let old = self.mem.head_of(old_page);
         self.mem.pages[pfn as usize].content = self.mem.pages[old_page as usize].content;
         self.mem.set(pfn, pg::SWAPBACKED);
         self.mms[mm as usize].vmas[vi].ptes[idx] =
@@ -510,8 +513,12 @@ impl Kernel {
     pub fn fork_mm(&mut self, parent: u32, child_owner: u32) -> u32 {
         let memcg = self.mms[parent as usize].memcg;
         let child = self.mm_create(memcg, child_owner);
-        let av = self.mms[parent as usize].anon_vma as usize;
-        self.anon_vmas[av].mms.push(child);
+        // anon_vma_fork: the child joins every anon_vma of its parent's chain.
+        let chain = self.mms[parent as usize].anon_vma_chain.clone();
+        for &av in &chain {
+            self.anon_vmas[av as usize].mms.push(child);
+        }
+        self.mms[child as usize].anon_vma_chain.extend(chain);
         let nr_vmas = self.mms[parent as usize].vmas.len();
         let mut copied = 0u64;
         for vi in 0..nr_vmas {

@@ -78,7 +78,12 @@ pub struct Mm {
     pub vmas: Vec<Vma>,
     pub next_vpn: u32,
     pub memcg: u16,
+    /// The anon_vma of the folios this mm creates.
     pub anon_vma: u32,
+    /// Every anon_vma whose folios this mm may map: its own and its ancestors' (anon_vma_fork
+    /// links a child into its parent's chain, so a grandparent's folios are found in a
+    /// grandchild too).
+    pub anon_vma_chain: Vec<u32>,
     /// MM_ANONPAGES, MM_FILEPAGES and MM_SWAPENTS.
     pub rss_anon: u64,
     pub rss_file: u64,
@@ -122,6 +127,7 @@ impl Kernel {
             next_vpn: MMAP_BASE_VPN,
             memcg,
             anon_vma: av,
+            anon_vma_chain: vec![av],
             rss_anon: 0,
             rss_file: 0,
             swapents: 0,
@@ -222,8 +228,9 @@ impl Kernel {
             self.munmap(mm, start);
         }
         self.mms[mm as usize].alive = false;
-        let av = self.mms[mm as usize].anon_vma as usize;
-        self.anon_vmas[av].mms.retain(|&m| m != mm);
+        for av in std::mem::take(&mut self.mms[mm as usize].anon_vma_chain) {
+            self.anon_vmas[av as usize].mms.retain(|&m| m != mm);
+        }
     }
 
     /// zap_pte_range over pages [from, to) of a VMA: present PTEs drop their folio's mapping (a
