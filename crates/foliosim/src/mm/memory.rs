@@ -486,7 +486,22 @@ impl Kernel {
             // PTE (unmapped the old page for swap-out, split its folio, aged it). The new page
             // goes back and the access faults again, as the retried instruction would.
             self.free_folio(pfn);
-            return self.handle_mm_fault(mm, vi, vpn, true);
+            // In the kernel the fault's reference keeps reclaim from freeing the old page, so a
+            // memcg with nothing else to reclaim ends in the OOM killer; here reclaim can free
+            // it, and retrying forever would livelock: after MAX_RECLAIM_RETRIES lost races the
+            // charge counts as failed.
+            self.cow_lost_races += 1;
+            if self.cow_lost_races > super::vmscan::MAX_RECLAIM_RETRIES {
+                self.cow_lost_races = 0;
+                if !self.out_of_memory(Some(memcg), None)
+                    || !self.tasks[self.current as usize].is_running()
+                {
+                    return Err(Killed);
+                }
+            }
+            let retried = self.handle_mm_fault(mm, vi, vpn, true);
+            self.cow_lost_races = 0;
+            return retried;
         }
         // The reclaim may also have split the old page's large folio (the kernel's extra folio
         // reference would have made that split fail): its rmap is now the page's own folio's.

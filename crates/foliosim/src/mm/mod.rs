@@ -105,6 +105,9 @@ pub struct Kernel {
     /// A task exited since the workload last looked (exit_notify: the parent learns of it
     /// later; here the workload's barriers stop waiting for it).
     pub exit_notify_pending: bool,
+    /// How many times in a row the current write fault's copy lost its page to the reclaim its
+    /// own charge ran (memory.rs do_wp_page).
+    pub cow_lost_races: u32,
     /// Per node, per frame of a lower-tier node: the folio's last NUMA scan time in ms (kept in
     /// last_cpupid by the kernel; top-tier nodes keep none, as they never use it).
     pub access_time_ms: Vec<Vec<u32>>,
@@ -227,6 +230,7 @@ impl Kernel {
             access_time_ms: Vec::new(),
             read_model: None,
             exit_notify_pending: false,
+            cow_lost_races: 0,
             reclaim_scratch: Vec::new(),
             files: Vec::new(),
             wb: Default::default(),
