@@ -10,7 +10,6 @@
 //! current position; a cycle is `size / buffer` calls. Without a preload the file starts on disk
 //! and the first cycle reads it through readahead.
 
-use super::task::Report;
 use super::{params_of, Generator, Workload};
 use crate::mm::filemap::ReadRequest;
 use crate::mm::mempolicy::{Mempolicy, MpolMode};
@@ -18,7 +17,6 @@ use crate::mm::Kernel;
 use crate::scenario::generators::{arg_in_range, GeneratorDef, GeneratorParams};
 use crate::scenario::walker::{Node, Res};
 use crate::scenario::{InputError, IterationReport, MachineSpec, Op, TaskSpec};
-use std::rc::Rc;
 use toml::Value;
 
 /// `generator = "file_read"`.
@@ -119,14 +117,7 @@ impl Generator for FileReadGenerator {
             fr.large_folios,
         ));
         let ops = fr.program(file, task.mempolicy);
-        w.spawn_user(
-            k,
-            task.name.clone(),
-            memcg,
-            task.node,
-            Rc::new(ops),
-            Report::None,
-        );
+        w.spawn_task_process(k, task, memcg, ops);
         Ok(())
     }
 }

@@ -3,14 +3,12 @@
 //! page copies it, do_wp_page), while the parent rewrites the same number of random pages.
 //! Under a memcg limit this is the fork + COW + reclaim mix of real pre-forking servers.
 
-use super::task::Report;
 use super::{params_of, Generator, LiveProgram, Workload};
 use crate::mm::folio::content;
 use crate::mm::Kernel;
 use crate::scenario::generators::{arg_in_range, arg_mapping_size, GeneratorDef, GeneratorParams};
 use crate::scenario::walker::{Node, Res};
 use crate::scenario::{Access, InputError, MachineSpec, Op, Pattern, TaskSpec};
-use std::rc::Rc;
 use toml::Value;
 
 /// `generator = "fork_cow"`.
@@ -64,9 +62,7 @@ impl Generator for ForkCowGenerator {
         task: &TaskSpec,
         memcg: u16,
     ) -> Result<(), InputError> {
-        let ops = program(params_of(params));
-        let name = task.name.clone();
-        w.spawn_user(k, name, memcg, task.node, Rc::new(ops), Report::None);
+        w.spawn_task_process(k, task, memcg, program(params_of(params)));
         Ok(())
     }
 

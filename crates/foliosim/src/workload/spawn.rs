@@ -5,7 +5,7 @@
 use super::task::{Report, TaskProgram};
 use super::Workload;
 use crate::mm::Kernel;
-use crate::scenario::{InputError, Op, Program};
+use crate::scenario::{InputError, Op, Program, TaskSpec};
 use std::rc::Rc;
 
 /// Spawns every task of the run's scenario, a generator's by the generator. Errors only for
@@ -38,16 +38,7 @@ pub fn spawn(k: &mut Kernel) -> Result<Workload, InputError> {
                 .expect("a defined cgroup") as u16,
         };
         match &ts.program {
-            Program::Ops(ops) => {
-                w.spawn_user(
-                    k,
-                    ts.name.clone(),
-                    memcg,
-                    ts.node,
-                    Rc::new(ops.clone()),
-                    Report::None,
-                );
-            }
+            Program::Ops(ops) => w.spawn_task_process(k, ts, memcg, ops.clone()),
             Program::Generator(params) => {
                 super::generator_of(&**params).spawn(&**params, &mut w, k, ts, memcg)?
             }
@@ -85,6 +76,19 @@ impl Workload {
         self.tasks.push(TaskProgram::new(program, report));
         debug_assert_eq!(self.tasks.len(), k.tasks.len());
         id
+    }
+
+    /// The task's one process, named after it, running `ops` (an op list, or a generator that
+    /// runs as a single process).
+    pub fn spawn_task_process(
+        &mut self,
+        k: &mut Kernel,
+        task: &TaskSpec,
+        memcg: u16,
+        ops: Vec<Op>,
+    ) {
+        let name = task.name.clone();
+        self.spawn_user(k, name, memcg, task.node, Rc::new(ops), Report::None);
     }
 
     /// A thread of process `mm` running `program`.

@@ -7,7 +7,6 @@
 //! random picks come from glibc's rand() with its default seed, in the tool's call order, so they
 //! are the real tool's picks.
 
-use super::task::Report;
 use super::{params_of, Generator, LiveProgram, Workload};
 use crate::mm::folio::content;
 use crate::mm::Kernel;
@@ -15,7 +14,6 @@ use crate::scenario::generators::{arg_bool, arg_in_range, GeneratorDef, Generato
 use crate::scenario::walker::{Node, Res};
 use crate::scenario::{Advice, InputError, IterationReport, MachineSpec, Op, TaskSpec};
 use crate::sim::rng::GlibcRand;
-use std::rc::Rc;
 use toml::Value;
 
 /// The most iterations a task may run: the program is unrolled (about 4,600 ops, some 140 KB of
@@ -75,14 +73,7 @@ impl Generator for ThpSwapAllocatorGenerator {
     ) -> Result<(), InputError> {
         let p: &ThpSwapAllocator = params_of(params);
         let ops = program(p.aligned, p.small_folios, p.iterations);
-        w.spawn_user(
-            k,
-            task.name.clone(),
-            memcg,
-            task.node,
-            Rc::new(ops),
-            Report::None,
-        );
+        w.spawn_task_process(k, task, memcg, ops);
         Ok(())
     }
 

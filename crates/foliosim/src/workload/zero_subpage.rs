@@ -3,14 +3,12 @@
 //! OFFSET, then MADV_PAGEOUT of everything and munmap. The whole program is one iteration, so its
 //! time is the result's `iterations[0].time_ns`.
 
-use super::task::Report;
 use super::{params_of, Generator, LiveProgram, Workload};
 use crate::mm::folio::content;
 use crate::mm::Kernel;
 use crate::scenario::generators::{arg_in_range, GeneratorDef, GeneratorParams};
 use crate::scenario::walker::{Node, Res};
 use crate::scenario::{Advice, InputError, IterationReport, MachineSpec, Op, TaskSpec};
-use std::rc::Rc;
 use toml::Value;
 
 /// `generator = "zero_subpage"`.
@@ -64,14 +62,7 @@ impl Generator for ZeroSubpageGenerator {
     ) -> Result<(), InputError> {
         let p: &ZeroSubpage = params_of(params);
         let ops = program(p.size_bytes, p.offset, p.num_dirty);
-        w.spawn_user(
-            k,
-            task.name.clone(),
-            memcg,
-            task.node,
-            Rc::new(ops),
-            Report::None,
-        );
+        w.spawn_task_process(k, task, memcg, ops);
         Ok(())
     }
 
