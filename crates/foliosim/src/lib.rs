@@ -9,6 +9,7 @@ pub mod scenario;
 pub mod sim;
 pub mod stats;
 pub mod swarm;
+pub mod trace;
 pub mod workload;
 
 pub use scenario::{InputError, RunSpec, Scenario};
