@@ -783,3 +783,24 @@ fn run_takes_a_bundled_name_as_it_takes_the_path() {
     assert!(stdout.contains("scenario usemem-small"), "{stdout}");
     assert!(stdout.contains("v6.18/64K"), "{stdout}");
 }
+
+#[test]
+fn run_refuses_a_task_with_only_a_command_naming_the_trace_key() {
+    let dir = TempDir::new("command-only");
+    let text = VALID.replace(
+        "generator = \"usemem\"\nprocesses = 2\nsize = \"16M\"",
+        "command = [\"/usr/bin/sort\", \"in.txt\"]",
+    );
+    assert_ne!(text, VALID);
+    let scenario = dir.write("s.toml", &text);
+    expect_input_error(
+        &dir,
+        &scenario,
+        &[],
+        &[
+            "s.toml: task[0].trace: ",
+            "only a command",
+            "foliosim trace record",
+        ],
+    );
+}

@@ -280,9 +280,69 @@ fn pageout_run(variant: &str) -> Option<serde_json::Value> {
     Some(doc["runs"][0].clone())
 }
 
+/// A real program as a task's command: it reports its cgroup, environment and directory, then
+/// writes 48 MiB in a 24 MiB memcg, so that it swaps.
+const COMMAND: &str = r#"
+name = "kernel-run-command"
+profiles = ["v6.18"]
+
+[machine]
+[[machine.node]]
+memory = "1G"
+cpus = 2
+
+[[swap]]
+name = "zram0"
+kind = "zram"
+size = "128M"
+
+[[cgroup]]
+name = "bench"
+"memory.max" = "24M"
+
+[knobs]
+"/sys/kernel/mm/transparent_hugepage/enabled" = "never"
+
+[[task]]
+name = "writer"
+cgroup = "bench"
+command = ["/bin/sh", "-c", "cat /proc/self/cgroup > seen.txt; echo \"$FOLIOSIM_TEST_VALUE\" >> seen.txt; exec /usr/bin/python3 -c 'b = bytearray(48 << 20)\nfor i in range(0, len(b), 4096): b[i] = 1\nfor i in range(0, len(b), 4096): b[i] += 1'"]
+env = { FOLIOSIM_TEST_VALUE = "from-env" }
+cwd = "CWD"
+"#;
+
 /// Named `kernel_run` so that `cargo test -- --skip kernel_run` leaves the live machine alone.
 mod kernel_run {
     use super::*;
+
+    #[test]
+    fn a_command_runs_in_its_cgroup_with_its_env_and_cwd() {
+        let _one = LIVE.lock().unwrap_or_else(|e| e.into_inner());
+        let dir = Scratch::new("command");
+        let cwd = dir.0.join("cwd");
+        std::fs::create_dir_all(&cwd).unwrap();
+        let scenario = dir.write(
+            "command.toml",
+            &COMMAND.replace("CWD", cwd.to_str().unwrap()),
+        );
+        let json = dir.0.join("out.json");
+        let before = machine_state();
+        let Some(out) = kernel_run(&[scenario.to_str().unwrap(), "--json", json.to_str().unwrap()])
+        else {
+            return;
+        };
+        assert_same_state(&before, "after a command's run");
+        assert!(out.status.success(), "{}", text(&out));
+        let seen = read(&cwd.join("seen.txt")).expect("the command ran in its cwd");
+        assert!(seen.contains("/foliosim-"), "in the run's cgroup: {seen}");
+        assert!(seen.contains("from-env"), "with its env: {seen}");
+        let doc: serde_json::Value = serde_json::from_str(&read(&json).unwrap()).unwrap();
+        let run = &doc["runs"][0];
+        assert_eq!(run["tasks"][0]["name"], "writer", "{run}");
+        assert!(run["tasks"][0]["exit_ns"].as_u64().unwrap() > 0, "{run}");
+        // 48 MiB written in 24 MiB: at least half of it went to zram
+        assert!(run["vmstat"]["pswpout"].as_u64().unwrap() >= 4096, "{run}");
+    }
 
     #[test]
     fn a_successful_run_reads_the_counters_and_leaves_the_machine_as_it_was() {

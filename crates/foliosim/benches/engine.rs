@@ -76,6 +76,7 @@ fn spec(resident_touches: u64) -> RunSpec {
             node: 0,
             mempolicy: None,
             program: Program::Ops(ops),
+            command: None,
         }],
         sample_interval_ns: 1_000_000_000,
         sched_quantum_ns: foliosim::scenario::parse::DEFAULT_SCHED_QUANTUM_NS,

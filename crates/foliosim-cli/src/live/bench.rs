@@ -51,7 +51,16 @@ pub fn build() -> Result<PathBuf, String> {
 pub struct Launch {
     /// The scenario task it plays.
     pub task: usize,
+    /// The name its figures carry (the task's, or the ops player's process).
+    pub name: String,
     pub argv: Vec<String>,
+    /// Set in the environment it inherits (a task's `env`).
+    pub env: Vec<(String, String)>,
+    /// The directory it starts in; None: the runner's.
+    pub cwd: Option<PathBuf>,
+    /// A kernel-bench program, whose stdout lines are records; a task's command prints what
+    /// it likes, passed on to stderr.
+    pub prints_records: bool,
     /// The operation file to write for the ops player: (file name, text).
     pub ops_file: Option<(String, String)>,
     /// Top-level barriers its program waits at, in order.
@@ -69,7 +78,11 @@ pub fn launches(
     let program = |name: &str| bin.join(name).to_string_lossy().into_owned();
     let simple = |argv: Vec<String>| Launch {
         task: index,
+        name: task.name.clone(),
         argv,
+        env: Vec::new(),
+        cwd: None,
+        prints_records: true,
         ops_file: None,
         barriers: Vec::new(),
     };
@@ -78,6 +91,10 @@ pub fn launches(
         let path = scratch.join(&file).to_string_lossy().into_owned();
         Ok(Launch {
             task: index,
+            name: name.clone(),
+            env: Vec::new(),
+            cwd: None,
+            prints_records: true,
             argv: vec![program("ops_player"), name, path],
             ops_file: Some((file, serialize(ops)?)),
             barriers: ops
@@ -92,6 +109,15 @@ pub fn launches(
     if task.mempolicy.is_some() {
         // the programs would need set_mempolicy (or numactl) first
         return Err("its mempolicy has no kernel-bench equivalent yet".into());
+    }
+    // a real program, whatever the simulator plays for the task (its trace)
+    if let Some(command) = &task.command {
+        return Ok(vec![Launch {
+            env: command.env.clone(),
+            cwd: command.cwd.as_ref().map(PathBuf::from),
+            prints_records: false,
+            ..simple(command.argv.clone())
+        }]);
     }
     // each generator names its live program (workload/<name>.rs)
     Ok(
@@ -108,7 +134,11 @@ pub fn launches(
                 .iter()
                 .map(|(name, ops)| player(name.clone(), ops))
                 .collect::<Result<_, _>>()?,
-            None => return Err("its generator has no kernel-bench program".into()),
+            None => {
+                return Err(
+                    "it has no kernel-bench program: name the real program as its command".into(),
+                )
+            }
         },
     )
 }
@@ -308,6 +338,7 @@ ops = [
             node: 0,
             mempolicy: None,
             program,
+            command: None,
         };
         let bin = Path::new("/b");
         let argv = |p| launches(0, &task(p), bin, bin, 1).unwrap()[0].argv.clone();
@@ -342,6 +373,79 @@ ops = [
             .contains("mempolicy"));
         let policy_op = [Op::SetMempolicy { policy: None }];
         assert!(serialize(&policy_op).unwrap_err().contains("cannot play"));
+    }
+
+    #[test]
+    fn a_command_is_launched_as_written_with_its_env_and_cwd() {
+        let scenario = Scenario::parse_str(
+            r#"
+name = "t"
+[machine]
+[[machine.node]]
+memory = "1G"
+cpus = 1
+[[task]]
+name = "sorter"
+command = ["/usr/bin/sort", "-S", "8M", "-o", "out.txt", "in.txt"]
+env = { LC_ALL = "C" }
+cwd = "target/real"
+[[task]]
+name = "ops-and-command"
+command = ["/bin/true"]
+ops = [ { op = "mmap", region = "a", size = "4K" } ]
+"#,
+            "t.toml",
+        )
+        .unwrap();
+        let bin = Path::new("/b");
+        let l = launches(0, &scenario.tasks[0], bin, bin, 1).unwrap();
+        assert_eq!(
+            l,
+            vec![Launch {
+                task: 0,
+                name: "sorter".into(),
+                // not the kernel-bench convention (program, task name, args): the argv as written
+                argv: ["/usr/bin/sort", "-S", "8M", "-o", "out.txt", "in.txt"]
+                    .map(String::from)
+                    .to_vec(),
+                env: vec![("LC_ALL".into(), "C".into())],
+                cwd: Some(PathBuf::from("target/real")),
+                prints_records: false,
+                ops_file: None,
+                barriers: vec![],
+            }]
+        );
+        // the command, not the ops player, plays a task that has both
+        let l = launches(1, &scenario.tasks[1], bin, bin, 1).unwrap();
+        assert_eq!(l.len(), 1);
+        assert_eq!(l[0].argv, vec!["/bin/true"]);
+        assert_eq!(l[0].task, 1);
+        assert_eq!(l[0].ops_file, None);
+        // the kernel-bench programs print records and are named by their task
+        let ops = launches(0, &task_with_ops(), bin, bin, 1).unwrap();
+        assert!(ops[0].prints_records);
+        assert_eq!(ops[0].name, "x");
+    }
+
+    fn task_with_ops() -> TaskSpec {
+        TaskSpec {
+            name: "x".into(),
+            cgroup: None,
+            node: 0,
+            mempolicy: None,
+            program: Program::Ops(vec![Op::Exit]),
+            command: None,
+        }
+    }
+
+    #[test]
+    fn a_task_with_nothing_to_play_live_is_refused() {
+        let mut t = task_with_ops();
+        t.program = Program::LiveOnly;
+        let bin = Path::new("/b");
+        assert!(launches(0, &t, bin, bin, 1)
+            .unwrap_err()
+            .contains("command"));
     }
 
     #[test]

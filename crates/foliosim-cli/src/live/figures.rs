@@ -84,8 +84,16 @@ pub(super) fn task_figures(
         let Some((status, t_ns)) = r.exit else {
             continue;
         };
-        let name = r.launch.argv.get(1).cloned().unwrap_or_default();
+        let name = r.launch.name.clone();
         if status.success() {
+            // a task's command prints no task record: its exit is its figure
+            if !r.launch.prints_records {
+                let mut m = Map::new();
+                m.insert("name".into(), json!(name));
+                m.insert("exit_ns".into(), json!(t_ns));
+                m.insert("oom_killed".into(), json!(false));
+                tasks.push((r.launch.task, m));
+            }
             continue;
         }
         match std::os::unix::process::ExitStatusExt::signal(&status) {

@@ -68,12 +68,18 @@ pub(super) fn play(
     for launch in launches {
         let cgroup = setup.group_of(&scenario.tasks[launch.task].cgroup).clone();
         // the shell joins the cgroup, then becomes the program: nothing runs outside it
-        let spawned = Command::new("/bin/sh")
+        let mut command = Command::new("/bin/sh");
+        command
             .arg("-c")
             .arg("echo $$ > \"$1\" && shift && exec \"$@\"")
             .arg("sh")
             .arg(host.hierarchy.procs_file(&cgroup))
             .args(&launch.argv)
+            .envs(launch.env.iter().map(|(k, v)| (k, v)));
+        if let Some(dir) = &launch.cwd {
+            command.current_dir(dir);
+        }
+        let spawned = command
             .stdin(if launch.barriers.is_empty() {
                 Stdio::null()
             } else {
@@ -86,7 +92,14 @@ pub(super) fn play(
             Ok(child) => child,
             Err(e) => {
                 stop(&mut running);
-                return Err(failed(format!("cannot start {}: {e}", launch.argv[0])));
+                let place = match &launch.cwd {
+                    Some(dir) => format!(" in {}", dir.display()),
+                    None => String::new(),
+                };
+                return Err(failed(format!(
+                    "cannot start {}{place}: {e}",
+                    launch.argv[0]
+                )));
             }
         };
         let stdout = child.stdout.take().expect("stdout is piped");
@@ -126,6 +139,9 @@ pub(super) fn play(
             next_sample_ns = now_ns + interval_ns;
         }
         match rx.recv_timeout(Duration::from_millis(5)) {
+            Ok(Line::Text(index, text)) if !running[index].launch.prints_records => {
+                eprintln!("{text}")
+            }
             Ok(Line::Text(index, text)) => match bench::parse_record(&text) {
                 Some(record) => {
                     if record.kind == "barrier" {

@@ -31,6 +31,7 @@ pub(crate) fn estimate(scenario: &Scenario) -> Vec<(&'static str, u64)> {
             Program::Ops(ops) => program_pages(ops, &mut BTreeMap::new()),
             // generators map what their parameters say; their share is left to the base figure
             Program::Generator(_) => 0,
+            Program::LiveOnly => 0,
         })
         .fold(0, u64::saturating_add);
     let file_pages: u64 = scenario

@@ -4,6 +4,7 @@
 //! module sees malformed input. `types` and `mempolicy` hold the plain values mm/ works with,
 //! kept here so that this layer needs nothing from mm/.
 
+pub mod command;
 mod footprint;
 pub mod generation;
 pub mod generators;
@@ -278,6 +279,8 @@ pub enum Program {
     /// A built-in generator (workload/<name>.rs, listed in workload/mod.rs) with the
     /// parameters it parsed.
     Generator(Box<dyn generators::GeneratorParams>),
+    /// Nothing to simulate: the task names only a `command`, which kernel-run plays live.
+    LiveOnly,
 }
 
 /// A file on the machine's disk (`[[file]]`), with an empty page cache at the start.
@@ -300,6 +303,8 @@ pub struct TaskSpec {
     /// The memory policy the task starts with (`mempolicy`; None: MPOL_DEFAULT).
     pub mempolicy: Option<Mempolicy>,
     pub program: Program,
+    /// The real program played live instead of `program` (see command.rs).
+    pub command: Option<command::LiveCommand>,
 }
 
 #[derive(Clone, Debug)]

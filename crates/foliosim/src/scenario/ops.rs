@@ -5,6 +5,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use toml::Value;
 
+use super::command::{parse_command, COMMAND_KEYS};
 use super::generators::{
     generator_names, generator_task_keys, parse_generator_task, DEFAULT_READ_BUFFER_BYTES,
 };
@@ -118,6 +119,7 @@ pub(super) fn parse_tasks(
             None => None,
         };
         let mut allowed: Vec<&str> = TASK_KEYS.to_vec();
+        allowed.extend_from_slice(COMMAND_KEYS);
         if let Some(g) = generator {
             let params = generator_task_keys(top.cx, &path, g)?;
             allowed.extend_from_slice(params);
@@ -159,14 +161,19 @@ pub(super) fn parse_tasks(
                 format!("expected a node with CPUs to run on, found node {node} with none"),
             ));
         }
+        let command = parse_command(&task)?;
         let program = match (generator, task.array_opt("ops")?) {
             (Some(_), Some(_)) => {
                 return Err(task.err("ops", "expected either generator or ops, not both"))
             }
+            (None, None) if command.is_some() => Program::LiveOnly,
             (None, None) => {
                 return Err(task.missing(
                     "generator",
-                    &format!("a generator ({}) or an ops list", generator_names(top.cx)),
+                    &format!(
+                        "a generator ({}), an ops list or a command",
+                        generator_names(top.cx)
+                    ),
                 ))
             }
             (Some(g), None) => parse_generator_task(&task, g, machine)?,
@@ -203,6 +210,7 @@ pub(super) fn parse_tasks(
             node,
             mempolicy,
             program,
+            command,
         });
     }
     Ok(tasks)

@@ -119,7 +119,7 @@ impl TaskMetric {
 /// The comparison table's figure for a task running `program`.
 pub fn task_metric(program: &Program) -> TaskMetric {
     match program {
-        Program::Ops(_) => TaskMetric::EXIT,
+        Program::Ops(_) | Program::LiveOnly => TaskMetric::EXIT,
         Program::Generator(params) => generator_of(&**params).task_metric(),
     }
 }
@@ -144,6 +144,8 @@ pub fn live_program(program: &Program, task_name: &str, seed: u64) -> Option<Liv
         Program::Generator(params) => {
             generator_of(&**params).live_program(&**params, task_name, seed)
         }
+        // a task's command is played instead (scenario/command.rs)
+        Program::LiveOnly => None,
     }
 }
 

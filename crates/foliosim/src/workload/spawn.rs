@@ -26,7 +26,7 @@ pub fn spawn(k: &mut Kernel) -> Result<Workload, InputError> {
         k.create_file(file);
     }
     let specs = k.spec.scenario.tasks.clone();
-    for ts in &specs {
+    for (index, ts) in specs.iter().enumerate() {
         let first_task = k.tasks.len();
         // The scenario's parser checked that the cgroup is defined.
         let memcg = match &ts.cgroup {
@@ -41,6 +41,18 @@ pub fn spawn(k: &mut Kernel) -> Result<Workload, InputError> {
             Program::Ops(ops) => w.spawn_task_process(k, ts, memcg, ops.clone()),
             Program::Generator(params) => {
                 super::generator_of(&**params).spawn(&**params, &mut w, k, ts, memcg)?
+            }
+            Program::LiveOnly => {
+                return Err(InputError {
+                    file: k.spec.scenario.file.clone(),
+                    key: format!("task[{index}].trace"),
+                    message: format!(
+                        "missing key; task {:?} names only a command, which is played live \
+                         (kernel-run) but cannot be simulated: expected a trace recorded from \
+                         it (foliosim trace record -o FILE -- COMMAND)",
+                        ts.name
+                    ),
+                })
             }
         }
         // Every process and thread of the task starts with its policy (as under numactl).
