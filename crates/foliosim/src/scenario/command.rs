@@ -5,8 +5,11 @@
 //!
 //! Keys of a `[[task]]`: `command` (argv, a non-empty array of strings), `env` (a table of
 //! variables set on top of foliosim's own environment) and `cwd` (the directory it starts in).
-//! Relative paths in them are the program's business: they resolve from `cwd`, or from the
-//! directory foliosim was started in.
+//! A relative `cwd` is resolved against the scenario file's folder (as a task's `trace` is);
+//! relative paths in `command` are the program's business: they resolve from `cwd`, or from the
+//! directory foliosim was started in when the task names none.
+
+use std::path::Path;
 
 use toml::Value;
 
@@ -21,7 +24,8 @@ pub struct LiveCommand {
     pub argv: Vec<String>,
     /// Variables set (or replaced) in the environment it inherits, in name order.
     pub env: Vec<(String, String)>,
-    /// The directory it starts in; None: the one foliosim runs in.
+    /// The directory it starts in (a relative `cwd` joined to the scenario's folder); None: the
+    /// one foliosim runs in.
     pub cwd: Option<String>,
 }
 
@@ -90,7 +94,16 @@ pub(crate) fn parse_command(task: &Node) -> Res<Option<LiveCommand>> {
         Some(s) if s.contains('\0') => {
             return Err(task.err("cwd", "expected a directory without NUL bytes"))
         }
-        other => other.map(str::to_string),
+        // relative to the scenario's folder, as a task's trace is
+        Some(dir) => Some(
+            Path::new(task.cx.file)
+                .parent()
+                .unwrap_or(Path::new(""))
+                .join(dir)
+                .to_string_lossy()
+                .into_owned(),
+        ),
+        None => None,
     };
     Ok(Some(LiveCommand { argv, env, cwd }))
 }
@@ -141,6 +154,25 @@ mod tests {
         );
         // nothing to simulate: the task is played live only
         assert_eq!(t.program, Program::LiveOnly);
+    }
+
+    #[test]
+    fn a_relative_cwd_is_in_the_scenarios_folder() {
+        let cwd = |dir: &str| {
+            let text = format!("{TASK}command = [\"true\"]\ncwd = \"{dir}\"\n");
+            crate::Scenario::parse_str(&text, "scenarios/real/s.toml")
+                .unwrap()
+                .tasks[0]
+                .command
+                .clone()
+                .unwrap()
+                .cwd
+        };
+        assert_eq!(
+            cwd("../../target/real"),
+            Some("scenarios/real/../../target/real".into())
+        );
+        assert_eq!(cwd("/tmp"), Some("/tmp".into()));
     }
 
     #[test]
