@@ -69,9 +69,10 @@ def rows(sim, live):
 
 
 def fmt(v):
-    if v == int(v) and abs(v) >= 100:
+    """Counts as integers, times with a decimal or two."""
+    if isinstance(v, int) or float(v).is_integer():
         return f"{v:.0f}"
-    return f"{v:.1f}" if abs(v) >= 10 else f"{v:.2f}" if v != int(v) else f"{v:.0f}"
+    return f"{v:.1f}" if abs(v) >= 10 else f"{v:.2f}"
 
 
 def table(name, variant, documents):

@@ -513,7 +513,7 @@ fn params<T: 'static>(p: &mut foliosim::scenario::Program) -> Option<&mut T> {
         foliosim::scenario::Program::Generator(g) => {
             (&mut **g as &mut dyn std::any::Any).downcast_mut()
         }
-        foliosim::scenario::Program::Ops(_) => None,
+        foliosim::scenario::Program::Ops(_) | foliosim::scenario::Program::LiveOnly => None,
     }
 }
 
