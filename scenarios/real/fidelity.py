@@ -78,10 +78,11 @@ def fmt(v):
     return f"{v:.1f}" if abs(v) >= 10 else f"{v:.2f}"
 
 
-def table(name, variant, documents):
+def table(name, variant, documents, sim=None):
     """Markdown: label | simulated | live median | live min-max | sim/live. The first document is
-    validate's (simulated, live), the others kernel-run's (live)."""
-    sim = documents[0]["runs"][0]
+    validate's (simulated, live), the others kernel-run's (live); `sim` replaces validate's
+    simulated run."""
+    sim = sim or documents[0]["runs"][0]
     lives = [documents[0]["runs"][1]] + [d["runs"][0] for d in documents[1:]]
     per_run = [rows(sim, live) for live in lives]
     oom = [live["memcg"].get("bench", {}).get("oom_kill", 0) for live in lives]
@@ -119,6 +120,12 @@ def main():
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--out", default=os.path.join(CORPUS, "fidelity"))
     parser.add_argument("--tables-only", action="store_true", help="only rebuild tables.md")
+    parser.add_argument(
+        "--sim",
+        metavar="DIR",
+        help="with --tables-only: the simulated runs from DIR/<scenario>-<variant>.json "
+        "(`foliosim run --variant V --json`), e.g. after an engine change",
+    )
     parser.add_argument("scenarios", nargs="*")
     args = parser.parse_args()
     scenarios = args.scenarios or sorted(glob.glob(os.path.join(HERE, "*.toml")))
@@ -144,8 +151,12 @@ def main():
                 if os.path.exists(stem + ".json"):
                     with open(stem + ".json") as f:
                         documents.append(json.load(f))
+            sim = None
+            if args.sim:
+                with open(os.path.join(args.sim, f"{name}-{variant}.json")) as f:
+                    sim = json.load(f)["runs"][0]
             if documents:
-                tables.append(table(name, variant, documents))
+                tables.append(table(name, variant, documents, sim))
     with open(os.path.join(args.out, "tables.md"), "w") as f:
         f.write("\n".join(tables))
     print(os.path.join(args.out, "tables.md"))
