@@ -221,6 +221,15 @@ impl Kernel {
         }
     }
 
+    /// anon_vma->root: the anon_vma of the fork tree's first process, the last of the chain
+    /// (a child's chain is its own anon_vma followed by its parent's chain).
+    pub fn anon_vma_root(&self, mm: u32) -> u32 {
+        *self.mms[mm as usize]
+            .anon_vma_chain
+            .last()
+            .expect("an mm's chain holds at least its own anon_vma")
+    }
+
     /// Unmaps every page of every VMA and frees the address space (exit_mmap).
     pub fn exit_mmap(&mut self, mm: u32) {
         while let Some(v) = self.mms[mm as usize].vmas.last() {
