@@ -1,0 +1,1 @@
+//! Importers of traces other tools write: valgrind lackey (lackey.rs), DAMON (damo.rs).
