@@ -378,6 +378,13 @@ impl<R: Read> TraceReader<R> {
                 self.pos += 1;
                 return Ok(b.into());
             }
+            // a longer one wholly in the buffer: decoded from the slice, without refills
+            if self.len - self.pos >= 10 {
+                if let Some((value, used)) = varint_in(&self.buffer[self.pos..self.pos + 10]) {
+                    self.pos += used;
+                    return Ok(value);
+                }
+            }
         }
         self.long_varint(field, name)
     }
@@ -416,6 +423,7 @@ impl<R: Read> TraceReader<R> {
         ))
     }
 
+    #[inline]
     fn u32(&mut self, field: Field, name: &'static str) -> Result<u32, TraceError> {
         let start = self.offset();
         let value = self.varint(field, name)?;
@@ -472,6 +480,23 @@ impl<R: Read> TraceReader<R> {
             offset,
             message,
         }
+    }
+}
+
+/// The varint at the start of `bytes` (10 of them) and its length; `None` if it is over 64
+/// bits (the slow path then says so).
+#[inline]
+fn varint_in(bytes: &[u8]) -> Option<(u64, usize)> {
+    let mut value = 0u64;
+    for (i, &b) in bytes.iter().enumerate().take(9) {
+        value |= u64::from(b & 0x7f) << (7 * i);
+        if b < 0x80 {
+            return Some((value, i + 1));
+        }
+    }
+    match bytes[9] {
+        b @ 0..=1 => Some((value | u64::from(b) << 63, 10)),
+        _ => None,
     }
 }
 
