@@ -22,14 +22,14 @@ fn synthetic_trace() -> Vec<u8> {
     };
     let mut writer = TraceWriter::new(Vec::new(), &header).unwrap();
     let mut state = 0x2545_f491_4f6c_dd1du64;
-    let mut cursor = [0x7f00_0000_0u64, 0x7f10_0000_0, 0x7f20_0000_0, 0x55_0000];
+    let mut cursor = [0x7_f000_0000u64, 0x7_f100_0000, 0x7_f200_0000, 0x55_0000];
     let mut thread = 0usize;
     for _ in 0..RECORDS {
         state ^= state << 13;
         state ^= state >> 7;
         state ^= state << 17;
         let r = state;
-        if r % 50 == 0 {
+        if r.is_multiple_of(50) {
             thread = (r >> 8) as usize % 4;
         }
         let page = match r % 16 {

@@ -171,8 +171,10 @@ mod tests {
 
     #[test]
     fn each_thread_keeps_its_own_last_page() {
-        let mut pages = ThreadPages::default();
-        pages.last_page = 10;
+        let mut pages = ThreadPages {
+            last_page: 10,
+            ..ThreadPages::default()
+        };
         pages.switch_to(3);
         assert_eq!(pages.last_page, 0);
         pages.last_page = 30;

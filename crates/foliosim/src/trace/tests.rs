@@ -66,10 +66,10 @@ fn every_kind() -> Vec<Entry> {
             flags: 0x02,
             file: Some((0, 4096)),
         }),
-        access(0, 0x7f00_0000_0, false, 1, 0),
-        access(0, 0x7f00_0000_1, true, 7, 12),
-        access(0, 0x7f00_0000_0, false, 1, 1 << 40),
-        access(0, 0x7f00_0000_0, true, u32::MAX, u64::MAX),
+        access(0, 0x7_f000_0000, false, 1, 0),
+        access(0, 0x7_f000_0001, true, 7, 12),
+        access(0, 0x7_f000_0000, false, 1, 1 << 40),
+        access(0, 0x7_f000_0000, true, u32::MAX, u64::MAX),
         access(0, 5, false, 1, 3),
         access(0, u64::MAX, false, 1, 3),
         access(0, 0, false, 1, 3),
@@ -77,9 +77,9 @@ fn every_kind() -> Vec<Entry> {
             thread: 0,
             child: 1,
         }),
-        access(1, 0x7f00_0000_2, false, 2, 0),
-        access(0, 0x7f00_0000_1, false, 1, 0),
-        access(1, 0x7f00_0000_3, false, 1, 0),
+        access(1, 0x7_f000_0002, false, 2, 0),
+        access(0, 0x7_f000_0001, false, 1, 0),
+        access(1, 0x7_f000_0003, false, 1, 0),
         Entry::Event(Event::Fork {
             thread: 1,
             child: u32::MAX,
@@ -363,12 +363,12 @@ fn synthetic(records: usize) -> Vec<Entry> {
         state ^= state << 17;
         state
     };
-    let mut cursor = [0x7f00_0000_0u64, 0x7f10_0000_0, 0x7f20_0000_0, 0x55_0000];
+    let mut cursor = [0x7_f000_0000u64, 0x7_f100_0000, 0x7_f200_0000, 0x55_0000];
     let mut entries = Vec::with_capacity(records);
     let mut thread = 0usize;
     for _ in 0..records {
         let r = next();
-        if r % 50 == 0 {
+        if r.is_multiple_of(50) {
             thread = (r >> 8) as usize % 4;
         }
         let page = match r % 16 {
