@@ -36,6 +36,26 @@ pub enum Command {
     List,
     /// run random valid scenarios twice each with the invariant checker, minimise failures
     Swarm(crate::swarm::SwarmArgs),
+    /// traces of real programs: record one
+    #[command(subcommand)]
+    Trace(TraceCommand),
+}
+
+#[derive(Debug, PartialEq, Subcommand)]
+pub enum TraceCommand {
+    /// run a program under valgrind (the foliotrace tool) and record its page accesses and
+    /// memory syscalls as a trace
+    Record(RecordArgs),
+}
+
+#[derive(Debug, PartialEq, Args)]
+pub struct RecordArgs {
+    /// the trace to write (default: the program's name with .trace, in this directory)
+    #[arg(short = 'o', long = "output", value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// the program and its arguments, after `--`
+    #[arg(required = true, last = true, value_name = "CMD")]
+    pub command: Vec<String>,
 }
 
 #[derive(Debug, PartialEq, Args)]
