@@ -717,27 +717,31 @@ mod tests {
     #[test]
     fn files_are_one_per_inode_across_processes_and_serials() {
         let path = b"/tmp/x";
-        let mut s = Stream(Vec::new());
-        let mut file: Vec<u64> = vec![14, 0, 5, 77, 8192, path.len() as u64];
-        file.extend(path.iter().map(|&b| b as u64));
-        // a path's bytes are raw bytes, not varints: build that record by hand
-        let mut records = Vec::new();
-        records.extend_from_slice(&[14u8, 0, 5, 77, 0x80, 0x40, path.len() as u8]);
-        records.extend_from_slice(path);
-        let mut bytes = Vec::new();
+        // FILE serial dev ino size path_len path (the path's bytes are raw, not varints)
+        let file_record = |serial: u8, size: &[u8]| {
+            let mut r = vec![14u8, serial, 5, 77];
+            r.extend_from_slice(size);
+            r.push(path.len() as u8);
+            r.extend_from_slice(path);
+            r
+        };
         let mut payload = vec![4u8, 0, 0, 1, 0];
-        payload.extend_from_slice(&records);
-        // mmap of file serial 0 (+1), then the same inode again under serial 3
+        payload.extend(file_record(0, &[0x80, 0x40])); // 8192 bytes
+                                                       // mmap of file serial 0 (written 1): addr 4096, len 4096, prot 1, flags 2, offset 0
         payload.extend_from_slice(&[8, 0x80, 0x20, 0x80, 0x20, 1, 2, 1, 0]);
-        payload.extend_from_slice(&[14u8, 3, 5, 77, 0, path.len() as u8]);
-        payload.extend_from_slice(path);
+        // the same inode opened again as serial 3: no second File entry
+        payload.extend(file_record(3, &[0]));
         payload.extend_from_slice(&[15, 3, 0, 100]);
+        let mut bytes = Vec::new();
         bytes.extend_from_slice(&9u32.to_le_bytes());
         bytes.extend_from_slice(&(payload.len() as u32).to_le_bytes());
         bytes.extend_from_slice(&payload);
-        let entries = decode(&bytes, 4096).unwrap();
+        let mut child = Stream(bytes);
+        // a forked child reads through the serial it inherited
+        child.chunk(10, &[&[4, 9, 0], &[1, 0], &[15, 0, 4096, 10]]);
+        let entries = decode(&child.0, 4096).unwrap();
         assert_eq!(
-            entries[..3],
+            entries[..5],
             [
                 Entry::Event(Event::File {
                     id: 0,
@@ -758,9 +762,18 @@ mod tests {
                     offset_bytes: 0,
                     len_bytes: 100
                 }),
+                Entry::Event(Event::Fork {
+                    thread: 0,
+                    child: 1
+                }),
+                Entry::Event(Event::Read {
+                    thread: 1,
+                    file: 0,
+                    offset_bytes: 4096,
+                    len_bytes: 10
+                }),
             ]
         );
-        drop(file);
     }
 
     #[test]
