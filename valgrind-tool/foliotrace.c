@@ -183,38 +183,42 @@ static void flush_chunk(void)
    chunk_len = CHUNK_HEADER_BYTES;
 }
 
-/* A record being built: at most this long, so that it always fits in an empty chunk. */
-#define MAX_RECORD_BYTES (1 + 10 * 6 + MAX_PATH_BYTES)
-static UChar record[MAX_RECORD_BYTES];
-static Int record_len;
+/* Records are written straight into the chunk: begin() first makes room for the longest record
+ * of its kind (a chunk never splits a record). */
+#define MAX_FIELDS_BYTES (10 * 8)
+static Int record_len; /* = chunk_len while a record is being written */
+
+static void begin_with(UChar tag, Int extra_bytes)
+{
+   if (chunk_len + 1 + MAX_FIELDS_BYTES + extra_bytes > CHUNK_BYTES)
+      flush_chunk();
+   record_len = chunk_len;
+   chunk[record_len++] = tag;
+}
 
 static void begin(UChar tag)
 {
-   record[0] = tag;
-   record_len = 1;
+   begin_with(tag, 0);
 }
 
-static void put(ULong value)
+static inline void put(ULong value)
 {
-   do {
-      UChar byte = value & 0x7f;
+   while (value >= 0x80) {
+      chunk[record_len++] = (UChar)(value | 0x80);
       value >>= 7;
-      record[record_len++] = byte | (value ? 0x80 : 0);
-   } while (value);
+   }
+   chunk[record_len++] = (UChar)value;
 }
 
 static void put_bytes(const HChar *bytes, Int len)
 {
-   VG_(memcpy)(record + record_len, bytes, len);
+   VG_(memcpy)(chunk + record_len, bytes, len);
    record_len += len;
 }
 
-static void end(void)
+static inline void end(void)
 {
-   if (chunk_len + record_len > CHUNK_BYTES)
-      flush_chunk();
-   VG_(memcpy)(chunk + chunk_len, record, record_len);
-   chunk_len += record_len;
+   chunk_len = record_len;
 }
 
 /* ---- threads ---- */
@@ -310,7 +314,7 @@ static void emit_file(UInt serial, ULong dev, ULong ino, Long size, const HChar 
    Int len = VG_(strlen)(path);
    if (len > MAX_PATH_BYTES)
       len = MAX_PATH_BYTES;
-   begin(TAG_FILE);
+   begin_with(TAG_FILE, len);
    put(serial);
    put(dev);
    put(ino);

@@ -80,6 +80,53 @@ impl Process {
     }
 }
 
+/// The processes by pid, with the last one looked up remembered: a chunk's records are all of
+/// one process, and hashing a pid per record would cost more than decoding it.
+#[derive(Default)]
+struct Processes {
+    list: Vec<Process>,
+    by_pid: HashMap<u32, usize>,
+    last: Option<(u32, usize)>,
+}
+
+impl Processes {
+    fn index(&self, pid: u32) -> Option<usize> {
+        match self.last {
+            Some((p, i)) if p == pid => Some(i),
+            _ => self.by_pid.get(&pid).copied(),
+        }
+    }
+
+    fn get(&self, pid: &u32) -> Option<&Process> {
+        self.index(*pid).map(|i| &self.list[i])
+    }
+
+    fn get_mut(&mut self, pid: &u32) -> Option<&mut Process> {
+        let i = self.index(*pid)?;
+        self.last = Some((*pid, i));
+        Some(&mut self.list[i])
+    }
+
+    /// The process `pid`, made empty if new.
+    fn entry(&mut self, pid: u32) -> &mut Process {
+        if self.index(pid).is_none() {
+            self.insert(pid, Process::default());
+        }
+        self.get_mut(&pid).expect("inserted")
+    }
+
+    /// A new process under `pid` (a pid the kernel reuses names a new process).
+    fn insert(&mut self, pid: u32, process: Process) {
+        self.list.push(process);
+        self.by_pid.insert(pid, self.list.len() - 1);
+        self.last = None;
+    }
+
+    fn values_mut(&mut self) -> impl Iterator<Item = &mut Process> {
+        self.list.iter_mut()
+    }
+}
+
 /// Counts of what was decoded, for the progress line and the summary.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Tally {
@@ -95,7 +142,7 @@ pub struct RawDecoder {
     partial: Vec<u8>,
     /// Offset in the stream of `partial[0]`.
     offset: u64,
-    processes: HashMap<u32, Process>,
+    processes: Processes,
     /// Children whose START wrote the Fork before their parent's FORK record arrived.
     forks_written: HashSet<u32>,
     next_thread: ThreadId,
@@ -248,7 +295,7 @@ impl RawDecoder {
     }
 
     fn thread_id(&mut self, pid: u32, serial: u32) -> ThreadId {
-        let process = self.processes.entry(pid).or_default();
+        let process = self.processes.entry(pid);
         let thread = process.thread(serial);
         match thread.id {
             Some(id) => id,
@@ -334,20 +381,32 @@ impl RawDecoder {
         match tag {
             TAG_THREAD => {
                 let serial = fields.u32()?;
-                self.processes.entry(pid).or_default().current = Some(serial);
+                let process = self.processes.entry(pid);
+                process.thread(serial);
+                process.current = Some(serial);
             }
             TAG_READ_ACCESS | TAG_WRITE_ACCESS => {
                 let delta = unzigzag(fields.varint()?);
                 let count = fields.varint()?;
                 let instructions = fields.varint()?;
-                let (serial, thread) = self.current(pid, fields)?;
-                let state = self
-                    .processes
-                    .get_mut(&pid)
-                    .expect("current")
-                    .thread(serial);
-                let page = state.last_page.wrapping_add_signed(delta);
-                state.last_page = page;
+                // the hot path: one lookup of the process, the thread's id already known
+                let known = self.processes.get_mut(&pid).and_then(|p| {
+                    let serial = p.current?;
+                    let state = &mut p.threads[serial as usize];
+                    state.id.map(|id| (id, state))
+                });
+                let (thread, page) = match known {
+                    Some((thread, state)) => {
+                        state.last_page = state.last_page.wrapping_add_signed(delta);
+                        (thread, state.last_page)
+                    }
+                    None => {
+                        let (serial, thread) = self.current(pid, fields)?;
+                        let state = self.processes.entry(pid).thread(serial);
+                        state.last_page = state.last_page.wrapping_add_signed(delta);
+                        (thread, state.last_page)
+                    }
+                };
                 // a count beyond u32 (billions of accesses to one page in a row) is split
                 let mut left = count.max(1);
                 let mut instructions = instructions;
@@ -535,11 +594,7 @@ impl RawDecoder {
                         id
                     }
                 };
-                self.processes
-                    .entry(pid)
-                    .or_default()
-                    .files
-                    .insert(serial, id);
+                self.processes.entry(pid).files.insert(serial, id);
             }
             TAG_READ | TAG_WRITE => {
                 let file = fields.varint()?;
@@ -567,7 +622,7 @@ impl RawDecoder {
                 event(self, e);
             }
             TAG_END => {
-                let process = self.processes.entry(pid).or_default();
+                let process = self.processes.entry(pid);
                 process.ended = true;
                 let alive: Vec<ThreadId> = process
                     .threads
