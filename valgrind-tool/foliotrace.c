@@ -46,6 +46,8 @@
  *  15  READ     file_serial offset len       read/pread64 of a file
  *  16  WRITE    file_serial offset len       write/pwrite64 of a file
  *  17  END                                   the process exited; nothing follows
+ *  18  EXEC     path_len path_bytes          the current thread calls execve(path) (at most 1024
+ *                                            bytes); nothing follows if it succeeds
  *
  * File serials are per process (a forked child inherits its parent's); the recorder identifies
  * files across processes by (dev, ino). A program that execs leaves the trace (valgrind runs
@@ -98,6 +100,7 @@ enum raw_tag {
    TAG_READ = 15,
    TAG_WRITE = 16,
    TAG_END = 17,
+   TAG_EXEC = 18,
 };
 
 /* ---- options ---- */
@@ -472,12 +475,43 @@ static void in_fork_child(ThreadId tid)
 
 /* ---- syscalls ---- */
 
+/* Copies the client's string at `addr` (at most MAX_PATH_BYTES) into `out`; its length, 0 if
+ * the memory is not the client's to read. */
+static Int client_string(Addr addr, HChar *out)
+{
+   Int len = 0;
+   while (len < MAX_PATH_BYTES) {
+      Addr at = addr + len;
+      /* one check per page */
+      if ((len == 0 || (at & 4095) == 0) && !VG_(am_is_valid_for_client)(at, 1, VKI_PROT_READ))
+         break;
+      HChar c = *(const HChar *)at;
+      if (c == 0)
+         break;
+      out[len++] = c;
+   }
+   out[len] = 0;
+   return len;
+}
+
 static void pre_syscall(ThreadId tid, UInt syscallno, UWord *args, UInt nArgs)
 {
    switch (syscallno) {
-   case __NR_execve:
-   case __NR_execveat:
+   case __NR_execve: {
       /* if it succeeds this process image (and the buffer) is gone */
+      if (running_tid == tid)
+         close_record();
+      name_thread(tid);
+      HChar path[MAX_PATH_BYTES + 1];
+      Int len = client_string(args[0], path);
+      begin_with(TAG_EXEC, len);
+      put(len);
+      put_bytes(path, len);
+      end();
+      flush_chunk();
+      break;
+   }
+   case __NR_execveat:
       if (running_tid == tid)
          close_record();
       flush_chunk();

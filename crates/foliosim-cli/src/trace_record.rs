@@ -57,7 +57,13 @@ pub fn record(args: &RecordArgs) -> Result<(), Failure> {
     let handlers = signal::Handlers::install();
     let result = recording.run(&valgrind, &tool_dir, &args.command);
     drop(handlers);
-    let (status, tally, len_bytes) = result?;
+    let (status, tally, len_bytes, execs) = result?;
+    for path in execs {
+        eprintln!(
+            "foliosim: note: {program} exec'd {path}: what ran after the exec is not in the trace \
+             (valgrind follows no exec here); record {path} itself"
+        );
+    }
     let records = tally.accesses + tally.events;
     eprintln!(
         "foliosim: {}: {} records ({} accesses, {} events, {} process{}), {} bytes, {:.2} bytes per record; {} {}",
@@ -177,13 +183,13 @@ impl Recording {
     }
 
     /// Runs the program and records it; on success the trace is in place. Returns valgrind's
-    /// exit status, what was recorded and the trace's length.
+    /// exit status, what was recorded, the trace's length and the programs exec'd (not traced).
     fn run(
         mut self,
         valgrind: &Path,
         tool_dir: &Path,
         command: &[String],
-    ) -> Result<(ExitStatus, Tally, u64), Failure> {
+    ) -> Result<(ExitStatus, Tally, u64, Vec<String>), Failure> {
         let (mut reader, writer) =
             std::io::pipe().map_err(|e| recording_failure(format!("cannot make a pipe: {e}")))?;
         // dup(2) clears close-on-exec: the copy is the one valgrind inherits
@@ -298,7 +304,7 @@ impl Recording {
         self.temp
             .persist(&self.output)
             .map_err(|e| write_failure(&self.output, "rename", &e.error))?;
-        Ok((status, tally, len_bytes))
+        Ok((status, tally, len_bytes, decoder.execs()))
     }
 }
 

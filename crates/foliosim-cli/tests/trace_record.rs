@@ -381,3 +381,34 @@ fn a_command_is_required() {
     let out = foliosim().args(["trace", "record"]).output().unwrap();
     assert_eq!(out.status.code(), Some(2));
 }
+
+#[test]
+fn a_program_that_execs_is_traced_up_to_the_exec_and_says_so() {
+    if let Some(reason) = cannot_record() {
+        eprintln!("skipped: {reason}");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let trace = dir.path().join("sh.trace");
+    // a failed exec first (the shell goes on), then one that replaces it
+    let out = record(
+        &trace,
+        &[
+            "/bin/sh".as_ref(),
+            "-c".as_ref(),
+            "/nonexistent/x 2>/dev/null; exec /bin/true".as_ref(),
+        ],
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("exec'd /bin/true: what ran after the exec is not in the trace"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("/nonexistent"), "{stderr}");
+    let (_, entries) = read_trace(&trace);
+    assert!(matches!(
+        entries.last(),
+        Some(Entry::Event(Event::Exit { thread: 0 }))
+    ));
+}

@@ -29,6 +29,7 @@ const TAG_FILE: u8 = 14;
 const TAG_READ: u8 = 15;
 const TAG_WRITE: u8 = 16;
 const TAG_END: u8 = 17;
+const TAG_EXEC: u8 = 18;
 
 const CHUNK_HEADER_BYTES: usize = 8;
 /// The tool writes chunks of at most PIPE_BUF bytes, header included.
@@ -68,6 +69,8 @@ struct Process {
     /// Announced by its parent's FORK, its own START not seen yet.
     awaiting_start: bool,
     ended: bool,
+    /// The program it asked execve to run, while nothing followed (a failed exec goes on).
+    exec: Option<String>,
 }
 
 impl Process {
@@ -150,6 +153,8 @@ pub struct RawDecoder {
     files: HashMap<(u64, u64), FileId>,
     next_file: FileId,
     root_seen: bool,
+    /// Processes whose last record is an EXEC.
+    execs_pending: usize,
     pub tally: Tally,
 }
 
@@ -289,6 +294,15 @@ impl RawDecoder {
         Ok(())
     }
 
+    /// The programs processes exec'd, in the order they did: what ran after is not traced.
+    pub fn execs(&self) -> Vec<String> {
+        self.processes
+            .list
+            .iter()
+            .filter_map(|p| p.exec.clone())
+            .collect()
+    }
+
     /// True once the first process's START arrived: the tool ran.
     pub fn started(&self) -> bool {
         self.root_seen
@@ -374,6 +388,13 @@ impl RawDecoder {
         let tag_offset = fields.offset();
         let tag = fields.bytes[fields.at];
         fields.at += 1;
+        if self.execs_pending > 0 && tag != TAG_EXEC {
+            if let Some(p) = self.processes.get_mut(&pid) {
+                if p.exec.take().is_some() {
+                    self.execs_pending -= 1; // the exec failed: the process goes on
+                }
+            }
+        }
         let mut event = |decoder: &mut RawDecoder, event: Event| {
             decoder.tally.events += 1;
             out.push(Entry::Event(event));
@@ -637,10 +658,18 @@ impl RawDecoder {
                     event(self, Event::Exit { thread });
                 }
             }
+            TAG_EXEC => {
+                let len = fields.varint()?;
+                let path = String::from_utf8_lossy(fields.bytes(len)?).into_owned();
+                let process = self.processes.entry(pid);
+                if process.exec.replace(path).is_none() {
+                    self.execs_pending += 1;
+                }
+            }
             other => {
                 return Err(RawError {
                     offset: tag_offset,
-                    message: format!("expected a record tag 1..=17, found {other}"),
+                    message: format!("expected a record tag 1..=18, found {other}"),
                 })
             }
         }
@@ -839,7 +868,7 @@ mod tests {
             decode(&s.0, 4096).unwrap_err(),
             RawError {
                 offset: 11,
-                message: "expected a record tag 1..=17, found 99".into()
+                message: "expected a record tag 1..=18, found 99".into()
             }
         );
         let mut cut = Stream(Vec::new());
