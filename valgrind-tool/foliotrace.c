@@ -149,6 +149,7 @@ struct thread_state {
 
 static struct thread_state threads[MAX_THREADS];
 static ThreadId running_tid = VG_INVALID_THREADID;
+static struct thread_state *running_thread = NULL; /* &threads[running_tid] */
 static UInt next_serial = 0;
 
 /* ---- the output buffer: one chunk ---- */
@@ -261,10 +262,11 @@ static ULong zigzag(Long value)
 /* Writes the running thread's open record, if any, and leaves none open. */
 static void close_record(void)
 {
-   if (running.page == NO_PAGE || running_tid == VG_INVALID_THREADID)
+   if (running.page == NO_PAGE || running_thread == NULL)
       return;
-   struct thread_state *t = thread_of(running_tid);
-   name_thread(running_tid);
+   struct thread_state *t = running_thread;
+   if (stream_thread != t->serial)
+      name_thread(running_tid);
    begin(running.write ? TAG_WRITE_ACCESS : TAG_READ_ACCESS);
    put(zigzag((Long)(running.page - t->last_page)));
    put(running.count);
@@ -282,7 +284,7 @@ static void close_record(void)
 static VG_REGPARM(2) void new_page(ULong page, ULong pending)
 {
    close_record();
-   struct thread_state *t = thread_of(running_tid);
+   struct thread_state *t = running_thread;
    ULong now = running.icount + pending;
    running.page = page;
    running.count = 0;
@@ -300,10 +302,11 @@ static void switch_to(ThreadId tid)
       thread_of(running_tid)->icount = running.icount;
    }
    running_tid = tid;
+   running_thread = thread_of(tid);
    running.page = NO_PAGE;
    running.count = 0;
    running.write = 0;
-   running.icount = thread_of(tid)->icount;
+   running.icount = running_thread->icount;
 }
 
 /* ---- files ---- */
@@ -438,8 +441,10 @@ static void emit_exit(ThreadId tid)
 static void thread_exiting(ThreadId tid)
 {
    emit_exit(tid);
-   if (running_tid == tid)
+   if (running_tid == tid) {
       running_tid = VG_INVALID_THREADID;
+      running_thread = NULL;
+   }
    threads[tid].known = False;
 }
 
@@ -463,6 +468,7 @@ static void in_fork_child(ThreadId tid)
    struct thread_state *t = thread_of(tid);
    t->icount = icount;
    running_tid = tid;
+   running_thread = t;
    running.icount = icount;
    running.page = NO_PAGE;
    stream_thread = -1;
