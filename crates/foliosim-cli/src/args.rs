@@ -36,7 +36,7 @@ pub enum Command {
     List,
     /// run random valid scenarios twice each with the invariant checker, minimise failures
     Swarm(crate::swarm::SwarmArgs),
-    /// make and inspect traces of real programs (docs/traces.md)
+    /// record, import and inspect traces of real programs (docs/traces.md)
     #[command(subcommand)]
     Trace(TraceCommand),
 }
@@ -44,6 +44,9 @@ pub enum Command {
 /// `foliosim trace ...`: one variant per command.
 #[derive(Debug, PartialEq, Subcommand)]
 pub enum TraceCommand {
+    /// run a program under valgrind (the foliotrace tool) and record its page accesses and
+    /// memory syscalls as a trace
+    Record(RecordArgs),
     /// convert another tool's trace into a foliosim trace
     #[command(subcommand)]
     Import(ImportCommand),
@@ -95,6 +98,16 @@ pub struct TraceInfoArgs {
     /// print the figures as one JSON object instead of text
     #[arg(long)]
     pub json: bool,
+}
+
+#[derive(Debug, PartialEq, Args)]
+pub struct RecordArgs {
+    /// the trace to write (default: the program's name with .trace, in this directory)
+    #[arg(short = 'o', long = "output", value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// the program and its arguments, after `--`
+    #[arg(required = true, last = true, value_name = "CMD")]
+    pub command: Vec<String>,
 }
 
 #[derive(Debug, PartialEq, Args)]

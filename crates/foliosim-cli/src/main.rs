@@ -16,6 +16,7 @@ mod scenarios;
 mod swarm;
 mod table;
 mod trace;
+mod trace_record;
 mod validate;
 
 use std::io::Write;

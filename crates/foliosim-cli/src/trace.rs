@@ -22,6 +22,7 @@ use crate::{print_stdout, Failure};
 
 pub fn trace(command: &TraceCommand) -> Result<(), Failure> {
     match command {
+        TraceCommand::Record(args) => crate::trace_record::record(args),
         TraceCommand::Import(ImportCommand::Lackey(args)) => {
             import_to(&args.input, &args.output, |file, name| {
                 Ok(Box::new(LackeyImport::new(BufReader::new(file), name)?))
