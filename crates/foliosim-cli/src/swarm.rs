@@ -36,14 +36,9 @@ struct Tally {
     failed: u64,
 }
 
-pub fn swarm(args: &SwarmArgs) -> Result<(), Failure> {
-    if let Some(dir) = &args.out {
-        std::fs::create_dir_all(dir).map_err(|e| InputError {
-            file: "--out".into(),
-            key: dir.display().to_string(),
-            message: format!("expected a directory that can be made and written: {e}"),
-        })?;
-    }
+/// The seeds to run, `--from` and `--seeds` checked (the argument fuzzer's part of `swarm`:
+/// `--out` is made by `swarm` itself).
+pub fn seed_range(args: &SwarmArgs) -> Result<std::ops::Range<u64>, InputError> {
     let end = args
         .from
         .checked_add(args.seeds)
@@ -52,6 +47,19 @@ pub fn swarm(args: &SwarmArgs) -> Result<(), Failure> {
             key: args.seeds.to_string(),
             message: format!("expected --from + --seeds at most {}", u64::MAX),
         })?;
+    Ok(args.from..end)
+}
+
+pub fn swarm(args: &SwarmArgs) -> Result<(), Failure> {
+    let seeds = seed_range(args)?;
+    let end = seeds.end;
+    if let Some(dir) = &args.out {
+        std::fs::create_dir_all(dir).map_err(|e| InputError {
+            file: "--out".into(),
+            key: dir.display().to_string(),
+            message: format!("expected a directory that can be made and written: {e}"),
+        })?;
+    }
     swarm::quiet_panics();
     let bar = ProgressBar::with_draw_target(Some(args.seeds), ProgressDrawTarget::hidden());
     if std::io::stderr().is_terminal() {
@@ -65,7 +73,7 @@ pub fn swarm(args: &SwarmArgs) -> Result<(), Failure> {
     let mut by_profile: std::collections::BTreeMap<String, Tally> = Default::default();
     let mut counts: std::collections::BTreeMap<&'static str, u64> = Default::default();
     let mut failures = Vec::new();
-    for seed in args.from..end {
+    for seed in seeds {
         let report = swarm::run_seed(seed);
         let profile = report.scenario.profile.clone();
         let tally = by_profile
