@@ -27,6 +27,9 @@ pub struct SwarmArgs {
     /// print each seed's generated scenario (to reproduce one with `foliosim run`)
     #[arg(long)]
     pub print: bool,
+    /// each run of a seed stops after this many scheduler quanta, a failure "budget exceeded"
+    #[arg(long, value_name = "N", default_value_t = swarm::SEED_BUDGET_QUANTA)]
+    pub max_quanta: u64,
 }
 
 /// Per-profile tally: seeds run and seeds failed.
@@ -74,7 +77,7 @@ pub fn swarm(args: &SwarmArgs) -> Result<(), Failure> {
     let mut counts: std::collections::BTreeMap<&'static str, u64> = Default::default();
     let mut failures = Vec::new();
     for seed in seeds {
-        let report = swarm::run_seed(seed);
+        let report = swarm::run_seed_with_budget(seed, args.max_quanta);
         let profile = report.scenario.profile.clone();
         let tally = by_profile
             .entry(base_profile(&profile).to_string())
@@ -90,7 +93,8 @@ pub fn swarm(args: &SwarmArgs) -> Result<(), Failure> {
         if report.outcome.failed() {
             tally.failed += 1;
             bar.set_message(format!("{} failed", failures.len() + 1));
-            let (minimal, outcome) = swarm::minimise(&report.scenario, &report.outcome);
+            let (minimal, outcome) =
+                swarm::minimise_with_budget(&report.scenario, &report.outcome, args.max_quanta);
             let text = format!(
                 "# foliosim swarm seed {seed}, minimised: {}\n# foliosim run FILE --seed {seed} --check\n{}",
                 outcome.summary().replace('\n', " "),
@@ -112,7 +116,7 @@ pub fn swarm(args: &SwarmArgs) -> Result<(), Failure> {
     let _ = std::panic::take_hook();
     let count = |label| counts.get(label).copied().unwrap_or(0);
     println!(
-        "\nswarm: {} seeds ({}..{}): {} passed, {} panics, {} invariant violations, {} nondeterministic, {} refused",
+        "\nswarm: {} seeds ({}..{}): {} passed, {} panics, {} invariant violations, {} nondeterministic, {} refused, {} over budget",
         args.seeds,
         args.from,
         end,
@@ -121,6 +125,7 @@ pub fn swarm(args: &SwarmArgs) -> Result<(), Failure> {
         count("violation"),
         count("nondeterministic"),
         count("rejected"),
+        count("budget exceeded"),
     );
     for (profile, t) in &by_profile {
         println!("  {profile}: {} seeds, {} failed", t.seeds, t.failed);
