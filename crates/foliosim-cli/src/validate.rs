@@ -357,6 +357,7 @@ mod tests {
             tasks: vec![],
             iterations: vec![],
             series: Default::default(),
+            series_interval_ns: None,
         }
     }
 

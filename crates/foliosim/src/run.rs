@@ -51,10 +51,9 @@ impl Simulation {
         } = self;
         let mut driver = Driver {
             planned: w.total_touches_planned(&k),
-            interval_ns: k.spec.scenario.sample_interval_ns.max(1),
             quantum_ns: k.spec.scenario.sched_quantum_ns,
             max_quanta,
-            series: Series::default(),
+            series: Series::new(k.spec.scenario.sample_interval_ns),
             next_sample_ns: 0,
             last_progress: 0.0,
             progress,
@@ -92,7 +91,6 @@ struct Driver<'a, 'p> {
     w: &'a mut Workload,
     /// Page touches the user programs will make, for the progress fraction.
     planned: u64,
-    interval_ns: u64,
     quantum_ns: u64,
     /// The run stops with BudgetExceeded after this many quanta.
     max_quanta: u64,
@@ -122,7 +120,7 @@ impl Scheduled for Driver<'_, '_> {
         let k = &mut *self.k;
         while self.next_sample_ns <= clock {
             self.series.sample(k, self.next_sample_ns);
-            self.next_sample_ns += self.interval_ns;
+            self.next_sample_ns += self.series.interval_ns();
         }
         let cpu = k.pick_cpu(k.tasks[t as usize].node, t);
         k.current = t;
