@@ -38,6 +38,20 @@ fn scenario_seeds_parse_and_resolve_without_panic() {
     }
     // the bundled and swarm scenarios are valid: the target reaches resolve, not only the parser
     assert!(resolved >= 100, "{resolved} runs resolved");
+    // every run of every bundled scenario resolves (the host-memory estimate refuses none)
+    let bundled = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scenarios");
+    for entry in std::fs::read_dir(bundled).unwrap() {
+        let path = entry.unwrap().path();
+        let text = std::fs::read(&path).unwrap();
+        let s = foliosim::Scenario::parse_str(&String::from_utf8_lossy(&text), "b.toml").unwrap();
+        let runs = s.profiles.len() * s.variants.len().max(1);
+        assert_eq!(
+            targets::scenario_text(&text),
+            Some(runs),
+            "{}",
+            path.display()
+        );
+    }
     assert_eq!(targets::scenario_text(b"name = \"x\"\n\xff"), None);
 }
 
