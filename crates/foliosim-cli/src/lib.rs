@@ -17,6 +17,7 @@ mod run;
 mod scenarios;
 mod swarm;
 mod table;
+mod trace;
 mod validate;
 
 use std::io::Write;
@@ -74,6 +75,7 @@ pub fn execute(command: &Command) -> Result<(), Failure> {
         Command::KernelRun(live_args) => kernel_run::kernel_run(live_args),
         Command::Validate(validate_args) => validate::validate(validate_args),
         Command::Swarm(swarm_args) => swarm::swarm(swarm_args),
+        Command::Trace(trace_command) => trace::trace(trace_command),
         Command::List => {
             list::list();
             Ok(())
