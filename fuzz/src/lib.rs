@@ -128,3 +128,79 @@ fn make_paths_harmless(command: &mut foliosim_cli::args::Command) {
     }
     *path = PathBuf::from(path.file_name().unwrap_or(Path::new("x.json").as_os_str()));
 }
+
+use foliosim::trace::import::{DamoImport, DamoOptions, EntrySource, LackeyImport};
+use foliosim::trace::{Entry, Header, TraceReader, TraceWriter};
+
+/// Most entries a trace target decodes from one input: a few bytes of zstd or a DAMON region of
+/// terabytes stand for millions of records, which are not more interesting than the first ones.
+const MAX_ENTRIES: usize = 100_000;
+
+/// A trace file (`TraceReader`): the preamble, then every entry. An error must be returned
+/// again by the next call; a trace read whole (up to MAX_ENTRIES) must write back
+/// (`TraceWriter`) to a trace that reads as the same header and entries. Returns how many
+/// entries were read (None: the input was refused).
+pub fn trace_bytes(data: &[u8]) -> Option<usize> {
+    let mut reader = TraceReader::new(data, "fuzz.trace").ok()?;
+    drain(&mut reader, true)
+}
+
+/// valgrind lackey's `--trace-mem=yes` text, imported (`LackeyImport`), as `trace_bytes`.
+pub fn lackey_text(data: &[u8]) -> Option<usize> {
+    let mut import = LackeyImport::new(data, "fuzz.lackey").ok()?;
+    drain(&mut import, false)
+}
+
+/// DAMON records (damo's JSON, or zlib-compressed JSON), imported (`DamoImport`) with a cap on
+/// the pages touched per region, as `trace_bytes`.
+pub fn damo_records(data: &[u8]) -> Option<usize> {
+    let options = DamoOptions {
+        seed: 1,
+        max_pages_per_region: Some(64),
+        instructions_per_us: 1,
+    };
+    let mut import = DamoImport::new(data, "fuzz.damo", options).ok()?;
+    drain(&mut import, false)
+}
+
+/// Reads `source` to its end, an error or MAX_ENTRIES; a complete read is written back and
+/// read again. `errors_repeat`: the source promises to return an error again (TraceReader
+/// does; the importers end after one, which `copy` never asks past).
+fn drain(source: &mut dyn EntrySource, errors_repeat: bool) -> Option<usize> {
+    let mut entries = Vec::new();
+    loop {
+        match source.next_entry() {
+            Ok(Some(entry)) if entries.len() + 1 < MAX_ENTRIES => entries.push(entry),
+            Ok(Some(_)) => return Some(MAX_ENTRIES),
+            Ok(None) => break,
+            Err(e) => {
+                if errors_repeat {
+                    assert_eq!(source.next_entry(), Err(e), "an error is returned again");
+                }
+                return None;
+            }
+        }
+    }
+    assert_eq!(source.next_entry(), Ok(None), "the end is returned again");
+    let count = entries.len();
+    let header = source.header().clone();
+    assert_eq!(read_back(&write(&header, &entries)), (header, entries));
+    Some(count)
+}
+
+fn write(header: &Header, entries: &[Entry]) -> Vec<u8> {
+    let mut writer = TraceWriter::new(Vec::new(), header).expect("a header read can be written");
+    for entry in entries {
+        writer.push(entry).expect("an entry read can be written");
+    }
+    writer.finish().expect("writing to memory")
+}
+
+fn read_back(bytes: &[u8]) -> (Header, Vec<Entry>) {
+    let mut reader = TraceReader::new(bytes, "written.trace").expect("a written trace reads");
+    let mut entries = Vec::new();
+    while let Some(entry) = reader.next_entry().expect("a written trace reads") {
+        entries.push(entry);
+    }
+    (reader.header().clone(), entries)
+}

@@ -103,3 +103,26 @@ fn the_argv_target_refuses_special_json_paths_and_reads_no_other_scenario() {
         assert!(message.contains(needle), "{message}");
     }
 }
+
+#[test]
+fn trace_seeds_read_import_and_write_back_without_panic() {
+    // each seed is a valid input: read (or imported) whole, written and read back the same
+    for (target, run) in [
+        (
+            "trace_reader",
+            targets::trace_bytes as fn(&[u8]) -> Option<usize>,
+        ),
+        ("lackey", targets::lackey_text),
+        ("damo", targets::damo_records),
+    ] {
+        for (name, data) in seeds(target, 3) {
+            let entries = run(&data);
+            eprintln!("{name}: {entries:?}");
+            assert!(entries.is_some_and(|n| n > 0), "{name}: {entries:?}");
+            // a truncated copy must be refused or read, never panic
+            for cut in [1, data.len() / 2, data.len().saturating_sub(1)] {
+                let _ = run(&data[..cut.min(data.len())]);
+            }
+        }
+    }
+}
