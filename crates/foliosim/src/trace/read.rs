@@ -54,6 +54,12 @@ impl<R: Read> TraceReader<R> {
         let mut fixed = [0u8; PREAMBLE_FIXED_BYTES as usize];
         let got = read_fully(&mut input, &mut fixed)
             .map_err(|e| error(0, format!("cannot read: {}", io_text(&e))))?;
+        if got < MAGIC.len() && fixed[..got] == MAGIC[..got] && got > 0 {
+            return Err(error(
+                got as u64,
+                format!("truncated preamble: expected the 8 magic bytes, found {got}"),
+            ));
+        }
         if got < MAGIC.len() || fixed[..MAGIC.len()] != MAGIC {
             return Err(error(
                 0,

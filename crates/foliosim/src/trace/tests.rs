@@ -245,6 +245,10 @@ fn malformed_preambles_name_their_offset() {
     let e = error_of(b"PK\x03\x04 not a trace at all");
     assert_eq!(e.offset, 0);
     assert!(e.message.contains("magic"), "{e}");
+    let e = error_of(&good[..5]);
+    assert_eq!(e.offset, 5);
+    assert!(e.message.starts_with("truncated preamble"), "{e}");
+    assert_eq!(error_of(b"").offset, 0);
 
     let mut bad = good.clone();
     bad[8] = 2;
