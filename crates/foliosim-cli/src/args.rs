@@ -39,6 +39,9 @@ pub enum Command {
     /// record, import and inspect traces of real programs (docs/traces.md)
     #[command(subcommand)]
     Trace(TraceCommand),
+    /// write a self-contained HTML report with charts of a result JSON (run, reproduce or
+    /// validate --json)
+    Report(ReportArgs),
 }
 
 /// `foliosim trace ...`: one variant per command.
@@ -108,6 +111,17 @@ pub struct RecordArgs {
     /// the program and its arguments, after `--`
     #[arg(required = true, last = true, value_name = "CMD")]
     pub command: Vec<String>,
+}
+
+#[derive(Debug, PartialEq, Args)]
+#[command(args_override_self = true)]
+pub struct ReportArgs {
+    /// the JSON written by run, reproduce or validate --json
+    #[arg(value_name = "RESULT.json")]
+    pub result: PathBuf,
+    /// the HTML file to write (default: the result's name with .html, beside it)
+    #[arg(short = 'o', long = "output", value_name = "FILE")]
+    pub output: Option<PathBuf>,
 }
 
 #[derive(Debug, PartialEq, Args)]

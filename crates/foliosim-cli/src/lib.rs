@@ -12,6 +12,7 @@ mod list;
 mod live;
 mod output;
 mod progress;
+mod report;
 mod reproduce;
 mod run;
 mod scenarios;
@@ -77,6 +78,7 @@ pub fn execute(command: &Command) -> Result<(), Failure> {
         Command::Validate(validate_args) => validate::validate(validate_args),
         Command::Swarm(swarm_args) => swarm::swarm(swarm_args),
         Command::Trace(trace_command) => trace::trace(trace_command),
+        Command::Report(report_args) => report::report(report_args),
         Command::List => {
             list::list();
             Ok(())
