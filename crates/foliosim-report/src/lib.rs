@@ -57,6 +57,8 @@ impl RunJson {
             tasks: self.tasks.clone(),
             iterations: self.iterations.clone(),
             series: self.series.clone(),
+            // Not needed by the published-figure metrics (the samples carry their times).
+            series_interval_ns: None,
         }
     }
 }
