@@ -93,10 +93,18 @@ pub enum Event {
         advice: u32,
     },
     /// `thread` forked a new process whose first thread is `child`.
-    Fork { thread: ThreadId, child: ThreadId },
+    Fork {
+        thread: ThreadId,
+        child: ThreadId,
+    },
     /// `thread` started thread `child` in its own process (clone with CLONE_VM).
-    Clone { thread: ThreadId, child: ThreadId },
-    Exit { thread: ThreadId },
+    Clone {
+        thread: ThreadId,
+        child: ThreadId,
+    },
+    Exit {
+        thread: ThreadId,
+    },
     /// A file the program opened: the id later events use, its path and its size at open.
     File {
         id: FileId,
