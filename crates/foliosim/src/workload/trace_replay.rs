@@ -68,6 +68,9 @@ use std::path::{Path, PathBuf};
 
 /// Entries read ahead for threads other than the one reading, at most.
 pub const MAX_QUEUED_ENTRIES: usize = 1 << 16;
+/// Entries read from the trace at a time: the reading thread's own accesses among them have
+/// their page-table entries prefetched before they replay.
+const READ_BATCH: usize = 16;
 /// How long a thread that must wait for the others sleeps before it looks again.
 pub const QUEUE_WAIT_NS: u64 = 20_000;
 
@@ -113,10 +116,13 @@ impl GeneratorDef for TraceReplayGenerator {
     }
 }
 
-/// What a replay can read: the header, then the entries until None.
+/// What a replay can read: the header, then the entries, a batch at a time (one dynamic call
+/// per batch, so that a reader's decoding loop can be inlined into it).
 pub trait EntrySource {
     fn header(&self) -> &Header;
-    fn next_entry(&mut self) -> Result<Option<Entry>, TraceError>;
+    /// Appends up to `max` entries to `out`. Ok(false) once the trace has ended; on an error,
+    /// the entries read before it are in `out`.
+    fn read_entries(&mut self, out: &mut Vec<Entry>, max: usize) -> Result<bool, TraceError>;
 }
 
 /// Entries made in memory (tests, benchmarks).
@@ -129,8 +135,14 @@ impl<I: Iterator<Item = Result<Entry, TraceError>>> EntrySource for MemorySource
     fn header(&self) -> &Header {
         &self.header
     }
-    fn next_entry(&mut self) -> Result<Option<Entry>, TraceError> {
-        self.entries.next().transpose()
+    fn read_entries(&mut self, out: &mut Vec<Entry>, max: usize) -> Result<bool, TraceError> {
+        for _ in 0..max {
+            match self.entries.next() {
+                Some(e) => out.push(e?),
+                None => return Ok(false),
+            }
+        }
+        Ok(true)
     }
 }
 
@@ -370,6 +382,8 @@ pub struct Replay {
     node: u32,
     /// Entries read so far (for messages).
     entries_read: u64,
+    /// The batch being read (empty between reads; kept for its allocation).
+    batch: Vec<Entry>,
 }
 
 /// What a step of a thread ended with.
@@ -416,6 +430,7 @@ impl Workload {
             name: task.name.clone(),
             node: task.node,
             entries_read: 0,
+            batch: Vec::with_capacity(READ_BATCH),
         })));
     }
 
@@ -558,11 +573,11 @@ impl Replay {
     /// The next entry of thread `th`: from its queue, or read on, queueing the other threads'.
     #[inline]
     fn next_for(&mut self, w: &mut Workload, k: &mut Kernel, th: ThreadId) -> Result<Next, String> {
-        if let Some(e) = self.threads[th as usize].queue.pop_front() {
-            self.queued -= 1;
-            return Ok(Next::Entry(e));
-        }
         loop {
+            if let Some(e) = self.threads[th as usize].queue.pop_front() {
+                self.queued -= 1;
+                return Ok(Next::Entry(e));
+            }
             if self.ended {
                 return Ok(Next::End);
             }
@@ -572,38 +587,72 @@ impl Replay {
                     return Ok(Next::Wait);
                 }
             }
-            let entry = match self.source.next_entry() {
-                Ok(Some(e)) => e,
-                Ok(None) => {
-                    self.ended = true;
-                    return Ok(Next::End);
-                }
-                Err(e) => return Err(e.to_string()),
-            };
+            self.read_batch(w, k, th)?;
+        }
+    }
+
+    /// Reads a batch of entries into their threads' queues; the reading thread `th`'s accesses
+    /// get their page-table entries and TLB sets prefetched.
+    fn read_batch(&mut self, w: &mut Workload, k: &mut Kernel, th: ThreadId) -> Result<(), String> {
+        let mut batch = std::mem::take(&mut self.batch);
+        let read = self.source.read_entries(&mut batch, READ_BATCH);
+        let mut result = Ok(());
+        for entry in batch.drain(..) {
             self.entries_read += 1;
-            let owner = match &entry {
-                Entry::Access(a) => a.thread,
-                Entry::Event(ev) => match ev_thread(ev) {
-                    Some(owner) => owner,
-                    None => {
-                        self.file_event(k, ev);
-                        continue;
-                    }
-                },
-            };
-            if let Entry::Event(Event::Clone { child, .. } | Event::Fork { child, .. }) = &entry {
-                self.name_child(owner, *child, matches!(entry, Entry::Event(Event::Fork { .. })))?;
-            }
-            if owner == th {
-                return Ok(Next::Entry(entry));
-            }
-            self.admit(w, k, owner)?;
-            let state = &mut self.threads[owner as usize];
-            if !state.exited {
-                state.queue.push_back(entry);
-                self.queued += 1;
+            if let Err(e) = self.route(w, k, th, entry) {
+                result = Err(e);
+                break;
             }
         }
+        self.batch = batch;
+        result?;
+        match read {
+            Ok(more) => self.ended = !more,
+            Err(e) => return Err(e.to_string()),
+        }
+        Ok(())
+    }
+
+    /// Puts an entry read into its thread's queue (a File event applies now).
+    #[inline]
+    fn route(
+        &mut self,
+        w: &mut Workload,
+        k: &mut Kernel,
+        th: ThreadId,
+        entry: Entry,
+    ) -> Result<(), String> {
+        let owner = match &entry {
+            Entry::Access(a) => {
+                if a.thread == th {
+                    let ts = &mut self.threads[th as usize];
+                    if let Some(vpn) = self.spaces[ts.space].translate(a.page) {
+                        prefetch_page(k, self.spaces[ts.space].mm, vpn);
+                    }
+                    ts.queue.push_back(entry);
+                    self.queued += 1;
+                    return Ok(());
+                }
+                a.thread
+            }
+            Entry::Event(ev) => match ev_thread(ev) {
+                Some(owner) => owner,
+                None => {
+                    self.file_event(k, ev);
+                    return Ok(());
+                }
+            },
+        };
+        self.admit(w, k, owner)?;
+        if let Entry::Event(Event::Clone { child, .. } | Event::Fork { child, .. }) = &entry {
+            self.name_child(owner, *child, matches!(entry, Entry::Event(Event::Fork { .. })))?;
+        }
+        let state = &mut self.threads[owner as usize];
+        if !state.exited {
+            state.queue.push_back(entry);
+            self.queued += 1;
+        }
+        Ok(())
     }
 
     /// Makes sure thread `owner` exists: a thread first named by its own entry (no Clone or
@@ -1107,6 +1156,18 @@ impl Replay {
             vma: start,
         });
     }
+}
+
+/// Prefetches the page-table entry of `vpn` and the current CPU's TLB set for it, so that they
+/// are in cache when the access replays.
+#[inline]
+fn prefetch_page(k: &Kernel, mm: u32, vpn: u32) {
+    let m = &k.mms[mm as usize];
+    if let Some(vi) = m.find_vma(vpn) {
+        let v = &m.vmas[vi];
+        super::exec::prefetch(&v.ptes[(vpn - v.start) as usize]);
+    }
+    super::exec::prefetch(k.cpu_tlbs[k.current_cpu as usize].entry(mm, vpn));
 }
 
 /// The first simulated page at or after `next` congruent to trace page `lo` modulo a PMD.
