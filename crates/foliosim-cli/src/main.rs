@@ -15,6 +15,7 @@ mod run;
 mod scenarios;
 mod swarm;
 mod table;
+mod trace;
 mod validate;
 
 use std::io::Write;
@@ -54,6 +55,7 @@ fn main() {
         Command::KernelRun(live_args) => kernel_run::kernel_run(live_args),
         Command::Validate(validate_args) => validate::validate(validate_args),
         Command::Swarm(swarm_args) => swarm::swarm(swarm_args),
+        Command::Trace(trace_command) => trace::trace(trace_command),
         Command::List => {
             list::list();
             Ok(())

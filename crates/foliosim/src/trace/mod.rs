@@ -9,6 +9,16 @@
 
 use std::fmt;
 
+mod format;
+pub mod import;
+mod read;
+#[cfg(test)]
+mod tests;
+mod write;
+
+pub use read::TraceReader;
+pub use write::TraceWriter;
+
 /// The format version this build writes and reads.
 pub const FORMAT_VERSION: u32 = 1;
 
