@@ -61,7 +61,7 @@ use crate::scenario::generators::{
 use crate::scenario::types::{content, ReadRequest, WriteRequest, PAGE_SIZE};
 use crate::scenario::walker::{Node, Res};
 use crate::scenario::{Advice, InputError, MachineSpec, TaskSpec};
-use crate::trace::{Entry, Event, Header, ThreadId, TraceError};
+use crate::trace::{Entry, Event, Header, ThreadId, TraceError, TraceReader};
 use serde_json::{json, Map, Value};
 use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
@@ -146,13 +146,25 @@ impl<I: Iterator<Item = Result<Entry, TraceError>>> EntrySource for MemorySource
     }
 }
 
+/// A trace file's reader: its decoding loop runs a batch at a time.
+impl<R: std::io::Read> EntrySource for TraceReader<R> {
+    fn header(&self) -> &Header {
+        TraceReader::header(self)
+    }
+    fn read_entries(&mut self, out: &mut Vec<Entry>, max: usize) -> Result<bool, TraceError> {
+        for _ in 0..max {
+            match self.next_entry()? {
+                Some(e) => out.push(e),
+                None => return Ok(false),
+            }
+        }
+        Ok(true)
+    }
+}
+
 /// Opens a trace file and reads its header.
 pub fn open(path: &Path) -> Result<Box<dyn EntrySource>, TraceError> {
-    Err(TraceError {
-        file: path.display().to_string(),
-        offset: 0,
-        message: "cannot read traces: the reader is not in this build".into(),
-    })
+    Ok(Box::new(TraceReader::open(path)?))
 }
 
 /// What the replay needs of a header: pages of the simulator's size.
@@ -199,7 +211,7 @@ impl Generator for TraceReplayGenerator {
 /// `task[i].trace` of the task called `name`.
 fn trace_key(k: &Kernel, name: &str) -> String {
     let i = k.spec.scenario.tasks.iter().position(|t| t.name == name);
-    format!("task[{}].trace", i.map_or(0, |i| i + 1))
+    format!("task[{}].trace", i.unwrap_or(0))
 }
 
 /// What a replayed thread reports (per task in the result).
