@@ -11,7 +11,7 @@ use criterion::{Criterion, SamplingMode, Throughput};
 use foliosim::run::Simulation;
 use foliosim::scenario::parse::resolve;
 use foliosim::scenario::{Program, TaskSpec};
-use foliosim::trace::{Access, Entry, Event, Header, TraceError};
+use foliosim::trace::{Access, Entry, Event, Header, TraceError, TraceWriter};
 use foliosim::workload::trace_replay::MemorySource;
 use foliosim::Scenario;
 use std::time::{Duration, Instant};
@@ -121,6 +121,18 @@ fn in_memory() -> Box<dyn foliosim::workload::trace_replay::EntrySource> {
     })
 }
 
+/// Writes the trace to a temporary file (removed at the end of the bench).
+fn write_trace() -> std::path::PathBuf {
+    let path = std::env::temp_dir().join(format!("foliosim-bench-{}.trace", std::process::id()));
+    let file = std::io::BufWriter::new(std::fs::File::create(&path).expect("temp file"));
+    let mut w = TraceWriter::new(file, &header()).expect("trace header");
+    for e in entries() {
+        w.push(&e).expect("trace entry");
+    }
+    w.finish().expect("trace end");
+    path
+}
+
 fn trace_replay(c: &mut Criterion) {
     let mut group = c.benchmark_group("trace_replay");
     group
@@ -132,7 +144,21 @@ fn trace_replay(c: &mut Criterion) {
     group.bench_function("records in memory", |b| {
         b.iter_custom(|iters| (0..iters).map(|_| timed(in_memory())).sum())
     });
+    let path = write_trace();
+    println!(
+        "trace file: {} bytes ({:.2} bytes per record)",
+        std::fs::metadata(&path).map_or(0, |m| m.len()),
+        std::fs::metadata(&path).map_or(0, |m| m.len()) as f64 / (MAPPED_PAGES + RECORDS) as f64
+    );
+    group.bench_function("records from a trace file", |b| {
+        b.iter_custom(|iters| {
+            (0..iters)
+                .map(|_| timed(foliosim::workload::trace_replay::open(&path).expect("opens")))
+                .sum()
+        })
+    });
     group.finish();
+    let _ = std::fs::remove_file(&path);
 }
 
 fn main() {

@@ -1062,8 +1062,9 @@ impl Replay {
         sp.hit = 0;
         let mm = sp.mm;
         for r in cut {
+            // the heap's reservation stays for the break to grow into again
             let still_used = sp.regions.iter().any(|x| x.vma == r.vma)
-                || sp.heap.is_some_and(|h| h.vma == r.vma && r.hi < h.hi);
+                || sp.heap.is_some_and(|h| h.vma == r.vma);
             if still_used {
                 if let Some(vi) = k.mms[mm as usize].find_vma(r.vma) {
                     let (from, to) = (r.vpn(r.lo) - r.vma, r.vpn(r.hi - 1) + 1 - r.vma);
@@ -1071,9 +1072,6 @@ impl Replay {
                 }
             } else {
                 k.munmap(mm, r.vma);
-                if sp.heap.is_some_and(|h| h.vma == r.vma) {
-                    sp.heap = None;
-                }
                 k.promotion_work_pending(t);
             }
         }
