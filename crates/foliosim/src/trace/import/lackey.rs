@@ -60,8 +60,7 @@ impl<R: BufRead> LackeyImport<R> {
             };
             let text = String::from_utf8_lossy(text);
             if let Some(command) = text.strip_prefix("Command: ") {
-                // valgrind joins argv with spaces: split on them (quoting is lost)
-                let mut words = command.split_whitespace().map(str::to_string);
+                let mut words = split_command(command).into_iter();
                 if let Some(program) = words.next() {
                     import.header.program = program;
                     import.header.args = words.collect();
@@ -173,6 +172,29 @@ fn valgrind_message(line: &[u8]) -> Option<&[u8]> {
     Some(text.strip_prefix(b" ").unwrap_or(text))
 }
 
+/// valgrind's `Command:` line: argv joined by spaces, a space inside an argument escaped as
+/// `\ ` (and a backslash as `\\`).
+fn split_command(command: &str) -> Vec<String> {
+    let mut words = Vec::new();
+    let mut word = String::new();
+    let mut chars = command.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' => word.extend(chars.next()),
+            ' ' => {
+                if !word.is_empty() {
+                    words.push(std::mem::take(&mut word));
+                }
+            }
+            _ => word.push(c),
+        }
+    }
+    if !word.is_empty() {
+        words.push(word);
+    }
+    words
+}
+
 /// "04016f10,3" → (0x4016f10, 3).
 fn parse_addr_size(text: &[u8]) -> Option<(u64, u64)> {
     let comma = text.iter().position(|&b| b == b',')?;
@@ -265,6 +287,14 @@ I  0401b778,7
                 access(0x600, false, 1, 3),
                 access(0x601, false, 2, 0),
             ]
+        );
+    }
+
+    #[test]
+    fn the_command_line_keeps_escaped_spaces() {
+        assert_eq!(
+            split_command(r"/usr/bin/python3 -c d=1;\ print(d)  x\\y"),
+            ["/usr/bin/python3", "-c", "d=1; print(d)", r"x\y"]
         );
     }
 
