@@ -136,6 +136,9 @@ impl Scheduled for Driver<'_, '_> {
         if !self.w.violations.is_empty() {
             return Err(RunError::Check(std::mem::take(&mut self.w.violations)));
         }
+        if let Some(e) = self.w.trace_error.take() {
+            return Err(RunError::Input(e));
+        }
         // Whatever the quantum ended (an OOM kill by a kernel thread's work), the workload's
         // barriers hear of it before the next task runs.
         self.w.reap_exits(k);

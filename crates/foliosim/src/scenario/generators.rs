@@ -17,6 +17,9 @@ use super::{MachineSpec, Program};
 /// The backing device's read_ahead_kb when a file names none (the kernel's default bdi
 /// readahead, VM_READAHEAD_PAGES).
 pub const DEFAULT_READ_AHEAD_KB: u64 = 128;
+/// The generator a task naming a `trace` runs (workload/trace_replay.rs): the one generator
+/// this layer names, because its key selects it.
+pub const TRACE_REPLAY_GENERATOR: &str = "trace_replay";
 /// Bytes a read() asks for when a read op or the file_read generator names no buffer.
 pub const DEFAULT_READ_BUFFER_BYTES: u64 = 1 << 20;
 

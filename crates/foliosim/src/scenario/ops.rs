@@ -7,6 +7,7 @@ use toml::Value;
 
 use super::generators::{
     generator_names, generator_task_keys, parse_generator_task, DEFAULT_READ_BUFFER_BYTES,
+    TRACE_REPLAY_GENERATOR,
 };
 use super::machine::cgroup_names;
 use super::mempolicy::Mempolicy;
@@ -117,6 +118,8 @@ pub(super) fn parse_tasks(
             }
             None => None,
         };
+        // `trace = "..."` makes the task a replay of that trace, a generator of its own
+        let generator = generator.or(t.contains_key("trace").then_some(TRACE_REPLAY_GENERATOR));
         let mut allowed: Vec<&str> = TASK_KEYS.to_vec();
         if let Some(g) = generator {
             let params = generator_task_keys(top.cx, &path, g)?;

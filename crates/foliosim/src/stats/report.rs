@@ -181,6 +181,9 @@ pub fn build(k: &Kernel, w: &Workload, series: Series) -> RunResult {
                 m.insert("throughput_kbps".into(), json!(kbps));
             }
         }
+        if let Report::Trace(counters) = &prog.report {
+            counters.insert_into(&mut m);
+        }
         tasks.push(m);
     }
     RunResult {
