@@ -1,5 +1,5 @@
 //! Command-line arguments, declared for clap: `run`, `reproduce`, `kernel-run`, `validate`,
-//! `list`. Every command that takes a scenario takes a path or a bundled scenario's name
+//! `list`, `swarm`, `trace`. Every command that takes a scenario takes a path or a bundled scenario's name
 //! (resolved in `scenarios`).
 
 use std::path::PathBuf;
@@ -36,6 +36,92 @@ pub enum Command {
     List,
     /// run random valid scenarios twice each with the invariant checker, minimise failures
     Swarm(crate::swarm::SwarmArgs),
+    /// record, import and inspect traces of real programs (docs/traces.md)
+    #[command(subcommand)]
+    Trace(TraceCommand),
+    /// write a self-contained HTML report with charts of a result JSON (run, reproduce or
+    /// validate --json)
+    Report(ReportArgs),
+}
+
+/// `foliosim trace ...`: one variant per command.
+#[derive(Debug, PartialEq, Subcommand)]
+pub enum TraceCommand {
+    /// run a program under valgrind (the foliotrace tool) and record its page accesses and
+    /// memory syscalls as a trace
+    Record(RecordArgs),
+    /// convert another tool's trace into a foliosim trace
+    #[command(subcommand)]
+    Import(ImportCommand),
+    /// what a trace holds: header, threads, records, events, pages touched, footprint over time
+    Info(TraceInfoArgs),
+}
+
+#[derive(Debug, PartialEq, Subcommand)]
+pub enum ImportCommand {
+    /// valgrind lackey's output: valgrind --tool=lackey --trace-mem=yes --log-file=INPUT CMD
+    Lackey(ImportArgs),
+    /// a DAMON record written by `damo record` (json or json_compressed), replayed as page
+    /// accesses by a seeded sampler
+    Damo(DamoImportArgs),
+}
+
+#[derive(Debug, PartialEq, Args)]
+#[command(args_override_self = true)]
+pub struct ImportArgs {
+    /// the file to import
+    pub input: PathBuf,
+    /// the trace to write (replaced only once the whole import has succeeded)
+    #[arg(short = 'o', long = "output", value_name = "FILE")]
+    pub output: PathBuf,
+}
+
+#[derive(Debug, PartialEq, Args)]
+#[command(args_override_self = true)]
+pub struct DamoImportArgs {
+    #[command(flatten)]
+    pub import: ImportArgs,
+    /// seed of the order in which a region's pages are touched
+    #[arg(long, value_name = "N", default_value_t = DEFAULT_SEED, value_parser = parse_seed)]
+    pub seed: u64,
+    /// touch at most this many pages of a region per pass (a seeded sample; default: all)
+    #[arg(long, value_name = "N", value_parser = parse_positive)]
+    pub max_pages_per_region: Option<u64>,
+    /// instructions per microsecond of DAMON's sampling interval charged between samples
+    /// (default 0: no work between accesses)
+    #[arg(long, value_name = "N", default_value_t = 0, value_parser = parse_seed)]
+    pub instructions_per_us: u64,
+}
+
+#[derive(Debug, PartialEq, Args)]
+#[command(args_override_self = true)]
+pub struct TraceInfoArgs {
+    /// a foliosim trace
+    pub trace: PathBuf,
+    /// print the figures as one JSON object instead of text
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, PartialEq, Args)]
+pub struct RecordArgs {
+    /// the trace to write (default: the program's name with .trace, in this directory)
+    #[arg(short = 'o', long = "output", value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// the program and its arguments, after `--`
+    #[arg(required = true, last = true, value_name = "CMD")]
+    pub command: Vec<String>,
+}
+
+#[derive(Debug, PartialEq, Args)]
+#[command(args_override_self = true)]
+pub struct ReportArgs {
+    /// the JSON written by run, reproduce or validate --json
+    #[arg(value_name = "RESULT.json")]
+    pub result: PathBuf,
+    /// the HTML file to write (default: the result's name with .html, beside it)
+    #[arg(short = 'o', long = "output", value_name = "FILE")]
+    pub output: Option<PathBuf>,
 }
 
 #[derive(Debug, PartialEq, Args)]
@@ -122,6 +208,13 @@ fn parse_seed(value: &str) -> Result<u64, String> {
     value
         .parse()
         .map_err(|_| "expected an unsigned integer".to_string())
+}
+
+fn parse_positive(value: &str) -> Result<u64, String> {
+    match value.parse() {
+        Ok(n) if n > 0 => Ok(n),
+        _ => Err("expected a positive integer".to_string()),
+    }
 }
 
 #[cfg(test)]
@@ -227,6 +320,41 @@ mod tests {
         };
         assert_eq!(v.profile.as_deref(), Some("v6.12"));
         assert_eq!(v.live.scenario, "s.toml");
+    }
+
+    #[test]
+    fn trace_commands() {
+        let Ok(Command::Trace(TraceCommand::Import(ImportCommand::Lackey(a)))) =
+            parse("trace import lackey lk.txt -o t.trace")
+        else {
+            panic!()
+        };
+        assert_eq!(
+            (a.input, a.output),
+            (PathBuf::from("lk.txt"), PathBuf::from("t.trace"))
+        );
+        let Ok(Command::Trace(TraceCommand::Import(ImportCommand::Damo(d)))) = parse(
+            "trace import damo damon.data --output=t.trace --seed 5 --max-pages-per-region 64",
+        ) else {
+            panic!()
+        };
+        assert_eq!(
+            (d.seed, d.max_pages_per_region, d.instructions_per_us),
+            (5, Some(64), 0)
+        );
+        let Ok(Command::Trace(TraceCommand::Info(i))) = parse("trace info t.trace --json") else {
+            panic!()
+        };
+        assert_eq!((i.trace, i.json), (PathBuf::from("t.trace"), true));
+        assert!(usage_error("trace"));
+        assert!(usage_error("trace import"));
+        assert!(usage_error("trace import lackey lk.txt"));
+        assert!(usage_error("trace import perf x -o y"));
+        assert!(usage_error("trace import lackey lk.txt -o t --seed 3"));
+        assert!(usage_error(
+            "trace import damo d -o t --max-pages-per-region 0"
+        ));
+        assert!(usage_error("trace info"));
     }
 
     #[test]

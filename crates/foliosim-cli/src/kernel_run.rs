@@ -7,7 +7,7 @@ use foliosim::{RunResult, RunSpec, Scenario};
 
 use crate::args::LiveArgs;
 use crate::live::{self, LiveError, LiveRun};
-use crate::run::{header, resolve_all, variants_and_sets};
+use crate::run::{header, resolve_all, variants_and_sets, Loader};
 use crate::{output, scenarios, table, Failure};
 
 /// The runs a command asks for, resolved under `profile` (a live run uses the resolved knobs,
@@ -160,11 +160,18 @@ pub fn notes(scenario: &Scenario, host: &live::Host, runs: &[LiveRun]) -> String
     text
 }
 
-pub fn kernel_run(args: &LiveArgs) -> Result<(), Failure> {
-    let scenario = scenarios::load("kernel-run", &args.scenario)?;
+/// The scenario and the resolved runs of `kernel-run`, before anything on the machine is
+/// looked at or changed.
+pub fn plan(args: &LiveArgs, load: &Loader) -> Result<(Scenario, Vec<RunSpec>), Failure> {
+    let scenario = load(&scenarios::find("kernel-run", &args.scenario)?)?;
     // the profile only resolves the scenario here; fall back to the newest when none matches
     let profile = kernel_profile().unwrap_or_else(|_| parse::DEFAULT_PROFILE.to_string());
     let specs = resolve(&scenario, args, &profile)?;
+    Ok((scenario, specs))
+}
+
+pub fn kernel_run(args: &LiveArgs) -> Result<(), Failure> {
+    let (scenario, specs) = plan(args, &Scenario::load)?;
     let host = preflight(&specs)?;
     let runs = live_runs(&scenario, &host, &specs)?;
     if let Some(json) = &args.json {

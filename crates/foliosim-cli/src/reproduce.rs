@@ -1,10 +1,10 @@
 //! `foliosim reproduce`: bundled published experiments, each printed as `run` prints it and then
 //! beside the published figures.
 
-use foliosim::Scenario;
+use foliosim::{RunSpec, Scenario};
 
 use crate::args::ReproduceArgs;
-use crate::run::{all_variants, header, resolve_all, run_all};
+use crate::run::{all_variants, header, resolve_all, run_all, Loader};
 use crate::scenarios::{self, bundled_scenarios};
 use crate::{output, print_stdout, table, Failure};
 
@@ -53,13 +53,16 @@ fn published_table(scenario: &Scenario, runs: &[foliosim::RunResult]) -> Result<
     Ok(text)
 }
 
-pub fn reproduce(args: &ReproduceArgs) -> Result<(), Failure> {
+/// The scenarios of `reproduce` and each one's resolved runs: every input error surfaces here,
+/// before the first run. `load` reads a scenario file (the argument fuzzer's reads only bundled
+/// ones).
+pub fn plan(args: &ReproduceArgs, load: &Loader) -> Result<Vec<(Scenario, Vec<RunSpec>)>, Failure> {
     let files = match args.named() {
         Some(name) => vec![scenarios::find("reproduce", name)?],
         None => {
             let mut with_published = Vec::new();
             for path in bundled_scenarios() {
-                let scenario = foliosim::Scenario::load(&path)?;
+                let scenario = load(&path)?;
                 if scenario
                     .published
                     .as_object()
@@ -72,16 +75,14 @@ pub fn reproduce(args: &ReproduceArgs) -> Result<(), Failure> {
         }
     };
     if files.is_empty() {
-        print_stdout("no bundled scenario has a [published] table\n");
-        return Ok(());
+        return Ok(Vec::new());
     }
     if let Some(json) = &args.json {
         output::check_output_path(json)?;
     }
-    let mut text = String::new();
-    let mut documents = Vec::new();
+    let mut planned = Vec::new();
     for path in &files {
-        let scenario = foliosim::Scenario::load(path)?;
+        let scenario = load(path)?;
         let specs = resolve_all(
             &scenario,
             &scenario.profiles,
@@ -90,17 +91,31 @@ pub fn reproduce(args: &ReproduceArgs) -> Result<(), Failure> {
             args.seed,
             args.check,
         )?;
-        let runs = run_all(&scenario, &specs)?;
+        planned.push((scenario, specs));
+    }
+    Ok(planned)
+}
+
+pub fn reproduce(args: &ReproduceArgs) -> Result<(), Failure> {
+    let planned = plan(args, &Scenario::load)?;
+    if planned.is_empty() {
+        print_stdout("no bundled scenario has a [published] table\n");
+        return Ok(());
+    }
+    let mut text = String::new();
+    let mut documents = Vec::new();
+    for (scenario, specs) in &planned {
+        let runs = run_all(scenario, specs)?;
         if let Some(json) = &args.json {
             documents
-                .push(output::document(&scenario, &runs).map_err(|m| crate::json_error(json, m))?);
+                .push(output::document(scenario, &runs).map_err(|m| crate::json_error(json, m))?);
         }
         if !text.is_empty() {
             text.push('\n');
         }
-        text.push_str(&header(&scenario, args.seed, &[]));
-        text.push_str(&table::render(&table::comparison(&scenario, &runs)));
-        text.push_str(&published_table(&scenario, &runs)?);
+        text.push_str(&header(scenario, args.seed, &[]));
+        text.push_str(&table::render(&table::comparison(scenario, &runs)));
+        text.push_str(&published_table(scenario, &runs)?);
     }
     if let Some(json) = &args.json {
         // one scenario: the same document as `run`; several: an array of them

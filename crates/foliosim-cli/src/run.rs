@@ -8,17 +8,7 @@ use crate::args::RunArgs;
 use crate::{output, progress, scenarios, table, Failure};
 
 pub fn run(args: &RunArgs) -> Result<(), Failure> {
-    let scenario = scenarios::load("run", &args.scenario)?;
-    let profiles = if args.profiles.is_empty() {
-        scenario.profiles.clone()
-    } else {
-        once_each(&args.profiles, "--profile")?
-    };
-    let (variants, sets) = variants_and_sets(&scenario, &args.variants, &args.sets, &args.json)?;
-    // every input error surfaces before the first (possibly long) run starts
-    let specs = resolve_all(
-        &scenario, &profiles, &variants, &sets, args.seed, args.check,
-    )?;
+    let (scenario, sets, specs) = plan(args, &Scenario::load)?;
     let runs = run_all(&scenario, &specs)?;
     if let Some(json) = &args.json {
         let document =
@@ -30,6 +20,29 @@ pub fn run(args: &RunArgs) -> Result<(), Failure> {
     crate::print_stdout(&text);
     Ok(())
 }
+
+/// The scenario, the `--set`s and the resolved runs of `run`: every input error surfaces here,
+/// before the first (possibly long) run starts. `load` reads the scenario file the argument
+/// names (the argument fuzzer reads only bundled ones).
+pub fn plan(args: &RunArgs, load: &Loader) -> Result<Planned, Failure> {
+    let scenario = load(&scenarios::find("run", &args.scenario)?)?;
+    let profiles = if args.profiles.is_empty() {
+        scenario.profiles.clone()
+    } else {
+        once_each(&args.profiles, "--profile")?
+    };
+    let (variants, sets) = variants_and_sets(&scenario, &args.variants, &args.sets, &args.json)?;
+    let specs = resolve_all(
+        &scenario, &profiles, &variants, &sets, args.seed, args.check,
+    )?;
+    Ok((scenario, sets, specs))
+}
+
+/// Reads a scenario file: `Scenario::load`, or the argument fuzzer's stand-in.
+pub type Loader = dyn Fn(&std::path::Path) -> Result<Scenario, InputError>;
+
+/// A command's scenario, its `--set` overrides and its runs, resolved.
+pub type Planned = (Scenario, Vec<(String, String)>, Vec<RunSpec>);
 
 /// The values of a repeatable flag, refusing repeats (they would only duplicate columns).
 fn once_each(values: &[String], flag: &str) -> Result<Vec<String>, InputError> {
@@ -162,7 +175,8 @@ pub fn run_all(scenario: &Scenario, specs: &[RunSpec]) -> Result<Vec<RunResult>,
         match result.expect("every spec was run") {
             Ok(r) => runs.push(r),
             Err(RunError::Input(e)) => return Err(Failure::Input(e)),
-            Err(e @ RunError::Check(_)) => {
+            // a broken invariant (run_all sets no budget)
+            Err(e) => {
                 let label = match &spec.variant {
                     Some(v) => format!("{} {}/{v}", scenario.name, spec.profile.name),
                     None => format!("{} {}", scenario.name, spec.profile.name),

@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use foliosim::{InputError, Scenario};
+use foliosim::InputError;
 
 /// Where bundled scenarios live: `./scenarios`, else the repository this binary was built from.
 pub fn scenario_dir() -> Option<PathBuf> {
@@ -67,9 +67,4 @@ pub fn find(command: &str, argument: &str) -> Result<PathBuf, InputError> {
     } else {
         find_bundled(command, argument)
     }
-}
-
-/// Finds and loads the scenario a SCENARIO argument names.
-pub fn load(command: &str, argument: &str) -> Result<Scenario, InputError> {
-    Scenario::load(&find(command, argument)?)
 }

@@ -27,6 +27,9 @@ pub struct SwarmArgs {
     /// print each seed's generated scenario (to reproduce one with `foliosim run`)
     #[arg(long)]
     pub print: bool,
+    /// each run of a seed stops after this many scheduler quanta, a failure "budget exceeded"
+    #[arg(long, value_name = "N", default_value_t = swarm::SEED_BUDGET_QUANTA)]
+    pub max_quanta: u64,
 }
 
 /// Per-profile tally: seeds run and seeds failed.
@@ -36,14 +39,9 @@ struct Tally {
     failed: u64,
 }
 
-pub fn swarm(args: &SwarmArgs) -> Result<(), Failure> {
-    if let Some(dir) = &args.out {
-        std::fs::create_dir_all(dir).map_err(|e| InputError {
-            file: "--out".into(),
-            key: dir.display().to_string(),
-            message: format!("expected a directory that can be made and written: {e}"),
-        })?;
-    }
+/// The seeds to run, `--from` and `--seeds` checked (the argument fuzzer's part of `swarm`:
+/// `--out` is made by `swarm` itself).
+pub fn seed_range(args: &SwarmArgs) -> Result<std::ops::Range<u64>, InputError> {
     let end = args
         .from
         .checked_add(args.seeds)
@@ -52,6 +50,19 @@ pub fn swarm(args: &SwarmArgs) -> Result<(), Failure> {
             key: args.seeds.to_string(),
             message: format!("expected --from + --seeds at most {}", u64::MAX),
         })?;
+    Ok(args.from..end)
+}
+
+pub fn swarm(args: &SwarmArgs) -> Result<(), Failure> {
+    let seeds = seed_range(args)?;
+    let end = seeds.end;
+    if let Some(dir) = &args.out {
+        std::fs::create_dir_all(dir).map_err(|e| InputError {
+            file: "--out".into(),
+            key: dir.display().to_string(),
+            message: format!("expected a directory that can be made and written: {e}"),
+        })?;
+    }
     swarm::quiet_panics();
     let bar = ProgressBar::with_draw_target(Some(args.seeds), ProgressDrawTarget::hidden());
     if std::io::stderr().is_terminal() {
@@ -65,8 +76,8 @@ pub fn swarm(args: &SwarmArgs) -> Result<(), Failure> {
     let mut by_profile: std::collections::BTreeMap<String, Tally> = Default::default();
     let mut counts: std::collections::BTreeMap<&'static str, u64> = Default::default();
     let mut failures = Vec::new();
-    for seed in args.from..end {
-        let report = swarm::run_seed(seed);
+    for seed in seeds {
+        let report = swarm::run_seed_with_budget(seed, args.max_quanta);
         let profile = report.scenario.profile.clone();
         let tally = by_profile
             .entry(base_profile(&profile).to_string())
@@ -82,7 +93,8 @@ pub fn swarm(args: &SwarmArgs) -> Result<(), Failure> {
         if report.outcome.failed() {
             tally.failed += 1;
             bar.set_message(format!("{} failed", failures.len() + 1));
-            let (minimal, outcome) = swarm::minimise(&report.scenario, &report.outcome);
+            let (minimal, outcome) =
+                swarm::minimise_with_budget(&report.scenario, &report.outcome, args.max_quanta);
             let text = format!(
                 "# foliosim swarm seed {seed}, minimised: {}\n# foliosim run FILE --seed {seed} --check\n{}",
                 outcome.summary().replace('\n', " "),
@@ -104,7 +116,7 @@ pub fn swarm(args: &SwarmArgs) -> Result<(), Failure> {
     let _ = std::panic::take_hook();
     let count = |label| counts.get(label).copied().unwrap_or(0);
     println!(
-        "\nswarm: {} seeds ({}..{}): {} passed, {} panics, {} invariant violations, {} nondeterministic, {} refused",
+        "\nswarm: {} seeds ({}..{}): {} passed, {} panics, {} invariant violations, {} nondeterministic, {} refused, {} over budget",
         args.seeds,
         args.from,
         end,
@@ -113,6 +125,7 @@ pub fn swarm(args: &SwarmArgs) -> Result<(), Failure> {
         count("violation"),
         count("nondeterministic"),
         count("rejected"),
+        count("budget exceeded"),
     );
     for (profile, t) in &by_profile {
         println!("  {profile}: {} seeds, {} failed", t.seeds, t.failed);

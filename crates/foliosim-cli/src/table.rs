@@ -344,6 +344,7 @@ mod tests {
                 .collect(),
             iterations: Vec::new(),
             series: Default::default(),
+            series_interval_ns: None,
         }
     }
 

@@ -5,12 +5,12 @@
 
 use std::collections::BTreeSet;
 
-use foliosim::{RunResult, Scenario};
+use foliosim::{RunResult, RunSpec, Scenario};
 use serde_json::Value;
 
 use crate::args::ValidateArgs;
 use crate::kernel_run;
-use crate::run::run_all;
+use crate::run::{run_all, Loader};
 use crate::{output, scenarios, table, Failure};
 
 /// One line of the side-by-side table.
@@ -270,14 +270,25 @@ pub fn differences(rows: &[Row]) -> String {
     text
 }
 
-pub fn validate(validate_args: &ValidateArgs) -> Result<(), Failure> {
+/// The scenario, the simulator's profile and the resolved runs of `validate`, before anything
+/// on the machine is looked at or changed.
+pub fn plan(
+    validate_args: &ValidateArgs,
+    load: &Loader,
+) -> Result<(Scenario, String, Vec<RunSpec>), Failure> {
     let args = &validate_args.live;
-    let scenario = scenarios::load("validate", &args.scenario)?;
+    let scenario = load(&scenarios::find("validate", &args.scenario)?)?;
     let profile = match &validate_args.profile {
         Some(p) => p.clone(),
         None => kernel_run::kernel_profile()?,
     };
     let specs = kernel_run::resolve(&scenario, args, &profile)?;
+    Ok((scenario, profile, specs))
+}
+
+pub fn validate(validate_args: &ValidateArgs) -> Result<(), Failure> {
+    let args = &validate_args.live;
+    let (scenario, profile, specs) = plan(validate_args, &Scenario::load)?;
     // what the machine cannot do is refused before the (possibly long) simulation
     let host = kernel_run::preflight(&specs)?;
     let sim_runs = run_all(&scenario, &specs)?;
@@ -346,6 +357,7 @@ mod tests {
             tasks: vec![],
             iterations: vec![],
             series: Default::default(),
+            series_interval_ns: None,
         }
     }
 

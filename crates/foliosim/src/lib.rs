@@ -92,12 +92,25 @@ pub fn run(spec: &RunSpec, progress: &mut dyn FnMut(f64)) -> Result<RunResult, R
     run::Simulation::start(spec)?.run(progress)
 }
 
+/// `run`, stopped with `RunError::BudgetExceeded` once it has run `max_quanta` scheduler quanta
+/// without finishing: a deterministic bound on a run's work (the swarm's per-seed budget).
+pub fn run_with_budget(
+    spec: &RunSpec,
+    progress: &mut dyn FnMut(f64),
+    max_quanta: u64,
+) -> Result<RunResult, RunError> {
+    run::Simulation::start(spec)?.run_with_budget(progress, max_quanta)
+}
+
 #[derive(Debug)]
 pub enum RunError {
     /// Bad input discovered at run time: exit status 2.
     Input(InputError),
     /// The invariant checker found a broken invariant: a simulator bug.
     Check(Vec<String>),
+    /// `run_with_budget` ran its `max_quanta` quanta, to simulated time `clock_ns`, and the
+    /// run had not finished.
+    BudgetExceeded { quanta: u64, clock_ns: u64 },
 }
 
 impl std::fmt::Display for RunError {
@@ -105,6 +118,11 @@ impl std::fmt::Display for RunError {
         match self {
             RunError::Input(e) => write!(f, "{e}"),
             RunError::Check(v) => write!(f, "invariant check failed:\n  {}", v.join("\n  ")),
+            RunError::BudgetExceeded { quanta, clock_ns } => write!(
+                f,
+                "budget exceeded: {quanta} scheduler quanta run, to simulated time {clock_ns} ns, \
+                 without finishing"
+            ),
         }
     }
 }

@@ -36,15 +36,24 @@ impl Simulation {
 
     /// Runs until every user task has ended; `progress` is called with the fraction done.
     pub fn run(self, progress: &mut dyn FnMut(f64)) -> Result<RunResult, RunError> {
+        self.run_with_budget(progress, u64::MAX)
+    }
+
+    /// `run`, stopped with `RunError::BudgetExceeded` after `max_quanta` quanta.
+    pub fn run_with_budget(
+        self,
+        progress: &mut dyn FnMut(f64),
+        max_quanta: u64,
+    ) -> Result<RunResult, RunError> {
         let Simulation {
             kernel: mut k,
             workload: mut w,
         } = self;
         let mut driver = Driver {
             planned: w.total_touches_planned(&k),
-            interval_ns: k.spec.scenario.sample_interval_ns.max(1),
             quantum_ns: k.spec.scenario.sched_quantum_ns,
-            series: Series::default(),
+            max_quanta,
+            series: Series::new(k.spec.scenario.sample_interval_ns),
             next_sample_ns: 0,
             last_progress: 0.0,
             progress,
@@ -82,8 +91,9 @@ struct Driver<'a, 'p> {
     w: &'a mut Workload,
     /// Page touches the user programs will make, for the progress fraction.
     planned: u64,
-    interval_ns: u64,
     quantum_ns: u64,
+    /// The run stops with BudgetExceeded after this many quanta.
+    max_quanta: u64,
     series: Series,
     next_sample_ns: u64,
     last_progress: f64,
@@ -110,7 +120,7 @@ impl Scheduled for Driver<'_, '_> {
         let k = &mut *self.k;
         while self.next_sample_ns <= clock {
             self.series.sample(k, self.next_sample_ns);
-            self.next_sample_ns += self.interval_ns;
+            self.next_sample_ns += self.series.interval_ns();
         }
         let cpu = k.pick_cpu(k.tasks[t as usize].node, t);
         k.current = t;
@@ -126,6 +136,9 @@ impl Scheduled for Driver<'_, '_> {
         if !self.w.violations.is_empty() {
             return Err(RunError::Check(std::mem::take(&mut self.w.violations)));
         }
+        if let Some(e) = self.w.trace_error.take() {
+            return Err(RunError::Input(e));
+        }
         // Whatever the quantum ended (an OOM kill by a kernel thread's work), the workload's
         // barriers hear of it before the next task runs.
         self.w.reap_exits(k);
@@ -139,6 +152,12 @@ impl Scheduled for Driver<'_, '_> {
     }
 
     fn after_quantum(&mut self, steps: u64) -> Result<(), RunError> {
+        if steps >= self.max_quanta && !self.finished() {
+            return Err(RunError::BudgetExceeded {
+                quanta: steps,
+                clock_ns: self.k.clock_ns,
+            });
+        }
         if steps % CHECK_EVERY_STEPS == 0 {
             check(self.k)?;
         }

@@ -252,6 +252,42 @@ ops = [
 }
 
 #[test]
+fn a_page_shared_by_three_hundred_forked_children_keeps_its_mapcount() {
+    // Each child sleeps while holding the parent's pages, so 301 processes map each page: more
+    // than the 8-bit per-page mapcount field holds. The parent then writes every page: each is
+    // copied (still shared), and the checker compares every mapcount with the PTEs.
+    let forks: Vec<String> = (0..300)
+        .map(|i| {
+            format!(
+                r#"{{ op = "fork", name = "c{i}", ops = [ {{ op = "sleep", time = "1s" }} ] }}"#
+            )
+        })
+        .collect();
+    let toml = format!(
+        r#"
+name = "t"
+[[machine.node]]
+memory = "1G"
+cpus = 2
+[knobs]
+"/sys/kernel/mm/transparent_hugepage/enabled" = "never"
+[[task]]
+name = "parent"
+ops = [
+  {{ op = "mmap", region = "a", size = "64K" }},
+  {{ op = "touch", region = "a", access = "write", pattern = "sequential", data = "nonzero" }},
+  {},
+  {{ op = "touch", region = "a", access = "write", pattern = "sequential" }},
+]
+"#,
+        forks.join(",\n  ")
+    );
+    let r = run(&toml, "v6.12", &[]);
+    // 16 first-touch faults, then 16 copies by the parent (the pages are never exclusive again).
+    assert_eq!(r.vmstat["pgalloc_normal"], 16 + 16);
+}
+
+#[test]
 fn a_write_to_a_shared_thp_splits_its_pmd_and_an_exclusive_one_is_reused_whole() {
     let toml = r#"
 name = "t"

@@ -91,3 +91,39 @@ fn minimising_keeps_the_failure_and_drops_the_rest() {
     assert_eq!(min.tasks.len(), 1);
     assert!(min.swaps.is_empty() && min.files.is_empty() && min.cgroups.is_empty());
 }
+
+#[test]
+fn a_seed_over_its_budget_fails_deterministically_and_minimises() {
+    // seed 4's scenario, generous budget: passes; 50 quanta: each run stops at the 50th quantum,
+    // at the same simulated time every time, and the seed fails as "budget exceeded"
+    let s = SwarmScenario::generate(4);
+    let text = s.to_toml();
+    assert_eq!(swarm::check_scenario(&text, "s.toml", 4), Outcome::Pass);
+    let over = swarm::check_scenario_with_budget(&text, "s.toml", 4, 50);
+    let Outcome::BudgetExceeded(message) = &over else {
+        panic!("{over:?}")
+    };
+    assert!(
+        message.starts_with("seed 4: budget exceeded: 50 scheduler quanta run, to simulated time "),
+        "{message}"
+    );
+    assert!(over.failed());
+    assert_eq!(over.label(), "budget exceeded");
+    assert_eq!(
+        swarm::check_scenario_with_budget(&text, "s.toml", 4, 50),
+        over
+    );
+    // the minimiser keeps the failure under the same budget
+    let (_, min_outcome) = swarm::minimise_with_budget(&s, &over, 50);
+    assert_eq!(min_outcome.label(), "budget exceeded");
+}
+
+#[test]
+fn the_fast_slice_stays_well_inside_the_budget() {
+    // a fiftieth of the budget is enough for every seed of the fast slice, so the budget only
+    // stops a seed thousands of times slower than these
+    for seed in FAST_SEEDS.step_by(10) {
+        let outcome = swarm::run_seed_with_budget(seed, swarm::SEED_BUDGET_QUANTA / 50).outcome;
+        assert_eq!(outcome, Outcome::Pass, "seed {seed}");
+    }
+}

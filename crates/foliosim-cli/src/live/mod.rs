@@ -220,6 +220,7 @@ fn run_in(
             tasks,
             iterations,
             series: played.series.cols,
+            series_interval_ns: None,
         },
         info,
     })

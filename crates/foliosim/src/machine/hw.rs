@@ -77,6 +77,9 @@ pub struct HwCosts {
     pub word_write_ns_x1000: u64,
     /// One random access to a resident page: a cache miss that hits the TLB.
     pub touch_resident_ns: u64,
+    /// One instruction of a traced program's work between its page accesses, in picoseconds
+    /// (cycles per instruction at the core's clock). Only a trace replay charges it.
+    pub instruction_ns_x1000: u64,
     // devices
     /// brd: copying one 4 KiB page into the RAM disk (memcpy plus the page lookup).
     pub brd_page_write_ns: u64,
@@ -145,7 +148,7 @@ pub const DEFAULT_PROFILE: &str = "x86-server";
 /// Every cost field of [`HwCosts`], in declaration order: each profile must give a source for
 /// each. [`HwCosts::values`] destructures the struct exhaustively, so a new field cannot be added
 /// without adding it there, and a test checks that list against this one.
-pub const COST_FIELDS: [&str; 38] = [
+pub const COST_FIELDS: [&str; 39] = [
     "fault_entry_ns",
     "zero_page_ns",
     "copy_page_ns",
@@ -165,6 +168,7 @@ pub const COST_FIELDS: [&str; 38] = [
     "swap_slot_alloc_ns",
     "word_write_ns_x1000",
     "touch_resident_ns",
+    "instruction_ns_x1000",
     "brd_page_write_ns",
     "brd_page_read_ns",
     "ssd_read_latency_ns",
@@ -213,6 +217,7 @@ impl HwCosts {
             swap_slot_alloc_ns,
             word_write_ns_x1000,
             touch_resident_ns,
+            instruction_ns_x1000,
             brd_page_write_ns,
             brd_page_read_ns,
             ssd_read_latency_ns,
@@ -253,6 +258,7 @@ impl HwCosts {
             ("swap_slot_alloc_ns", swap_slot_alloc_ns),
             ("word_write_ns_x1000", word_write_ns_x1000),
             ("touch_resident_ns", touch_resident_ns),
+            ("instruction_ns_x1000", instruction_ns_x1000),
             ("brd_page_write_ns", brd_page_write_ns),
             ("brd_page_read_ns", brd_page_read_ns),
             ("ssd_read_latency_ns", ssd_read_latency_ns),
@@ -296,6 +302,9 @@ const X86_CXL_READ_LATENCY_NS: u64 = 250;
 /// brd's page lookup (xarray walk, kmap) on top of the copy; estimate.
 const BRD_LOOKUP_WRITE_NS: u64 = 150;
 const BRD_LOOKUP_READ_NS: u64 = 50;
+/// Core clock and cycles per instruction (x1000) of a traced program's work (instruction_ns_x1000).
+const X86_CLOCK_MHZ: u64 = 3_000;
+const X86_CPI_X1000: u64 = 1_000;
 
 static X86_SERVER: HwProfile = HwProfile {
     costs: HwCosts {
@@ -322,6 +331,7 @@ static X86_SERVER: HwProfile = HwProfile {
         swap_slot_alloc_ns: 200,
         word_write_ns_x1000: X86_ZERO_PAGE_NS * 1000 / WORDS_PER_PAGE,
         touch_resident_ns: X86_DRAM_READ_LATENCY_NS + 10,
+        instruction_ns_x1000: X86_CPI_X1000 * 1000 / X86_CLOCK_MHZ,
         brd_page_write_ns: X86_COPY_PAGE_NS + BRD_LOOKUP_WRITE_NS,
         brd_page_read_ns: X86_COPY_PAGE_NS + BRD_LOOKUP_READ_NS,
         ssd_read_latency_ns: 85_000,
@@ -363,6 +373,7 @@ static X86_SERVER: HwProfile = HwProfile {
         src("swap_slot_alloc_ns", "estimate: a cluster (or si) lock plus a swap_map scan over a few slots"),
         src("word_write_ns_x1000", "derived: = zero_page_ns / 512 words (in ps): usemem stores every 8-byte word, bounded by the same single-core store bandwidth as clearing (clear_page on Ice Lake still allocates every line in the cache, per the same LKML mail, as user stores do)"),
         src("touch_resident_ns", "derived: = dram_read_latency_ns + 10 ns of cache lookups before the miss goes to memory (estimate)"),
+        src("instruction_ns_x1000", "derived: = CPI / clock = 1.0 cycle per instruction at 3.0 GHz = 333 ps (estimate). 3.0 GHz is the all-core turbo class of Ice Lake-SP / Sapphire Rapids parts; a CPI of 1 sits between compute loops (SPEC CPU2017 integer runs at 1-2 instructions per cycle on Skylake-class cores) and data-center services, which retire fewer than one instruction per cycle (Kanev et al., 'Profiling a warehouse-scale computer', ISCA 2015). The simulator charges page faults and TLB misses of a replay separately, but not cache misses, which this figure includes on average"),
         src("brd_page_write_ns", "derived: = copy_page_ns + 150 ns for brd's xarray lookup and kmap (estimate); the first write to a sector also allocates brd's backing page, which is not included"),
         src("brd_page_read_ns", "derived: = copy_page_ns + 50 ns for the xarray lookup (estimate)"),
         src("ssd_read_latency_ns", "random read access latency 85 us: Intel SSD DC P4500 (PCIe 3.0 x4 NVMe, 1-2 TB) specifications, Lenovo Press product guide. The PCIe 4.0 successor below publishes no latency in the material found"),
@@ -399,6 +410,8 @@ const ALTRA_CXL_READ_LATENCY_NS: u64 = X86_CXL_READ_LATENCY_NS;
 /// the TLBI alone; estimates, see the sources of tlbi_broadcast_ns and dsb_ish_ns.
 const ALTRA_TLBI_DSB_NS: u64 = 1_500;
 const ALTRA_TLBI_BROADCAST_NS: u64 = 100;
+const ALTRA_CLOCK_MHZ: u64 = 3_000;
+const ALTRA_CPI_X1000: u64 = 1_000;
 
 static ARM64_ALTRA: HwProfile = HwProfile {
     costs: HwCosts {
@@ -425,6 +438,7 @@ static ARM64_ALTRA: HwProfile = HwProfile {
         swap_slot_alloc_ns: 200,
         word_write_ns_x1000: 800,
         touch_resident_ns: ALTRA_DRAM_READ_LATENCY_NS + 10,
+        instruction_ns_x1000: ALTRA_CPI_X1000 * 1000 / ALTRA_CLOCK_MHZ,
         brd_page_write_ns: ALTRA_COPY_PAGE_NS + BRD_LOOKUP_WRITE_NS,
         brd_page_read_ns: ALTRA_COPY_PAGE_NS + BRD_LOOKUP_READ_NS,
         ssd_read_latency_ns: 85_000,
@@ -466,6 +480,7 @@ static ARM64_ALTRA: HwProfile = HwProfile {
         src("swap_slot_alloc_ns", "estimate: as x86-server"),
         src("word_write_ns_x1000", "estimate: 8 B per store at ~10 GB/s single-core streaming-store bandwidth (user stores read lines for ownership, which DC ZVA avoids, so this is not derived from zero_page_ns)"),
         src("touch_resident_ns", "derived: = dram_read_latency_ns + 10 ns of cache lookups (estimate)"),
+        src("instruction_ns_x1000", "derived: = CPI / clock = 1.0 cycle per instruction at the 3.0 GHz of Altra's Neoverse N1 cores = 333 ps (estimate, reasoning as for x86-server: N1 is a 4-wide core of the same class, and faults and TLB misses are charged separately)"),
         src("brd_page_write_ns", "derived: = copy_page_ns + 150 ns for brd's xarray lookup (estimate), as for x86-server"),
         src("brd_page_read_ns", "derived: = copy_page_ns + 50 ns for the lookup (estimate), as for x86-server"),
         src("ssd_read_latency_ns", "as x86-server (the seed used a RAM disk, not an SSD)"),
@@ -567,6 +582,8 @@ mod tests {
         assert_eq!(x.touch_resident_ns, x.dram_read_latency_ns + 10);
         assert_eq!(x.brd_page_write_ns, x.copy_page_ns + 150);
         assert_eq!(x.brd_page_read_ns, x.copy_page_ns + 50);
+        assert_eq!(x.instruction_ns_x1000, 333);
+        assert_eq!(ARM64_ALTRA.costs.instruction_ns_x1000, 333);
         for c in [&X86_SERVER.costs, &ARM64_ALTRA.costs] {
             assert_eq!(
                 c.cxl_bandwidth_bytes_per_s,

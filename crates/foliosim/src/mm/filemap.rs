@@ -576,6 +576,11 @@ impl Kernel {
                 break Ok(folio);
             }
         };
+        // Readahead's allocations may have ended in the OOM killer choosing this task: its
+        // address space is gone, and the fault ends as a fatal signal's would.
+        if !self.tasks[self.current as usize].is_running() {
+            return Err(Killed);
+        }
         if let Some(vf) = self.mms[mm as usize].vmas[vi].file.as_mut() {
             vf.ra = ra;
         }

@@ -7,6 +7,8 @@
 //! locks, mlock, pins, and the per-page `_mapcount` of large folios (only the folio-wide
 //! mapcount is kept, in the head).
 
+use std::collections::BTreeMap;
+
 pub type Pfn = u32;
 /// Folios are named by their head PFN.
 pub type FolioId = u32;
@@ -52,7 +54,8 @@ pub struct Page {
     /// Head of a swap-cache folio: its first swap entry. Page 1 of a large folio: the mapcount.
     pub private: u32,
     pub flags: u16,
-    /// Head of an order-0 folio: the mapcount (large folios keep it in page 1's `private`).
+    /// Head of an order-0 folio: the mapcount (large folios keep it in page 1's `private`);
+    /// MAPCOUNT0_FULL means it is in `MemMap::mapcount_overflow`.
     pub mapcount0: u8,
     /// This page's content (see `content`).
     pub content: u8,
@@ -97,9 +100,17 @@ impl Page {
 pub const ANON_VMA_BITS: u32 = 24;
 pub const ANON_VMA_MASK: u32 = (1 << ANON_VMA_BITS) - 1;
 
+/// `Page::mapcount0` of an order-0 folio mapped 255 times or more (by that many forked or
+/// file-sharing processes): the count is kept in `MemMap::mapcount_overflow`, so the page
+/// stays 24 bytes.
+const MAPCOUNT0_FULL: u8 = u8::MAX;
+
 /// All physical frames of the machine, node after node.
 pub struct MemMap {
     pub pages: Vec<Page>,
+    /// The mapcounts of order-0 folios whose `mapcount0` is MAPCOUNT0_FULL (the kernel's
+    /// _mapcount is an int).
+    mapcount_overflow: BTreeMap<Pfn, u32>,
 }
 
 impl MemMap {
@@ -107,7 +118,10 @@ impl MemMap {
         let mut pages = Vec::with_capacity(nr_pages);
         crate::sim::hugepage_hint(pages.spare_capacity_mut());
         pages.resize(nr_pages, Page::EMPTY);
-        MemMap { pages }
+        MemMap {
+            pages,
+            mapcount_overflow: BTreeMap::new(),
+        }
     }
 
     #[inline]
@@ -155,7 +169,10 @@ impl MemMap {
     #[inline]
     pub fn mapcount(&self, folio: FolioId) -> u32 {
         if self.order(folio) == 0 {
-            self.pages[folio as usize].mapcount0 as u32
+            match self.pages[folio as usize].mapcount0 {
+                MAPCOUNT0_FULL => self.mapcount_overflow[&folio],
+                count => count as u32,
+            }
         } else {
             self.pages[folio as usize + 1].private
         }
@@ -163,11 +180,25 @@ impl MemMap {
     #[inline]
     pub fn add_mapcount(&mut self, folio: FolioId, delta: i32) {
         if self.order(folio) == 0 {
-            let p = &mut self.pages[folio as usize];
-            p.mapcount0 = (p.mapcount0 as i32 + delta) as u8;
+            let count = self.mapcount(folio) as i32 + delta;
+            debug_assert!(count >= 0, "folio {folio}: mapcount below zero");
+            self.set_page_mapcount(folio, count as u32);
         } else {
             let p = &mut self.pages[folio as usize + 1];
             p.private = (p.private as i32 + delta) as u32;
+        }
+    }
+
+    /// Sets the mapcount of order-0 folio `page`.
+    pub fn set_page_mapcount(&mut self, page: Pfn, count: u32) {
+        if count >= MAPCOUNT0_FULL as u32 {
+            self.pages[page as usize].mapcount0 = MAPCOUNT0_FULL;
+            self.mapcount_overflow.insert(page, count);
+        } else {
+            if self.pages[page as usize].mapcount0 == MAPCOUNT0_FULL {
+                self.mapcount_overflow.remove(&page);
+            }
+            self.pages[page as usize].mapcount0 = count as u8;
         }
     }
 

@@ -194,7 +194,7 @@ impl Kernel {
                 mappings.push((mm, vi));
             }
         }
-        let mut mapcounts = vec![0u8; nr as usize];
+        let mut mapcounts = vec![0u32; nr as usize];
         let mut pte_updates = 0u64;
         for &(mm, vi) in &mappings {
             let v = &self.mms[mm as usize].vmas[vi];
@@ -253,7 +253,7 @@ impl Kernel {
             let p = &mut self.mem.pages[page as usize];
             p.flags |= inherited;
             p.content = content;
-            p.mapcount0 = mapcounts[i as usize];
+            self.mem.set_page_mapcount(page, mapcounts[i as usize]);
             if let Some((dev, off)) = swap {
                 self.set_folio_swap_entry(page, dev, off + i);
             }

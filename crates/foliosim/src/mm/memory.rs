@@ -313,6 +313,14 @@ impl Kernel {
                     0
                 };
                 let vma_flags = self.mms[mm as usize].vmas[vi].flags;
+                // __folio_set_anon: a folio read for a swap entry other mms still hold (after
+                // fork) gets the root anon_vma of the fork tree, which every relative that may
+                // map it from the swap cache is on; an exclusive one gets this mm's own.
+                let av = if self.swap[dev as usize].swap_count(off) > 1 {
+                    self.anon_vma_root(mm)
+                } else {
+                    self.mms[mm as usize].anon_vma
+                };
                 let folio = loop {
                     let gfp = if order == 0 {
                         Gfp::USER
@@ -323,7 +331,6 @@ impl Kernel {
                     let base = vpn & !(nr - 1);
                     let mut charge_failed = false;
                     if let Some(pfn) = self.vma_alloc_folio(gfp, order, mm, vi, base) {
-                        let av = self.mms[mm as usize].anon_vma;
                         self.mem.prep_folio(pfn, order, av, memcg, base);
                         if self.mem_cgroup_charge(pfn, memcg, gfp).is_ok() {
                             break pfn;

@@ -159,6 +159,17 @@ impl Kernel {
         start
     }
 
+    /// Anonymous private mmap of `nr_pages` at `start`, which must lie above every mapping so
+    /// far (MAP_FIXED_NOREPLACE in fresh address space): a replayed trace places its mappings
+    /// itself, so that they keep the trace's alignment to a PMD (workload/trace_replay.rs).
+    pub fn mmap_anon_at(&mut self, mm: u32, start: u32, nr_pages: u32) {
+        let m = &mut self.mms[mm as usize];
+        debug_assert!(start >= m.next_vpn);
+        m.next_vpn = start + nr_pages + 1;
+        Self::insert_vma(m, start, nr_pages, VM_WRITE, None);
+        self.charge_time(self.hw.pte_update_ns);
+    }
+
     fn insert_vma(m: &mut Mm, start: u32, nr_pages: u32, flags: u8, file: Option<VmaFile>) {
         m.vmas.push(Vma {
             start,
@@ -219,6 +230,15 @@ impl Kernel {
                 .i_mmap
                 .retain(|&m| m != (mm, v.start));
         }
+    }
+
+    /// anon_vma->root: the anon_vma of the fork tree's first process, the last of the chain
+    /// (a child's chain is its own anon_vma followed by its parent's chain).
+    pub fn anon_vma_root(&self, mm: u32) -> u32 {
+        *self.mms[mm as usize]
+            .anon_vma_chain
+            .last()
+            .expect("an mm's chain holds at least its own anon_vma")
     }
 
     /// Unmaps every page of every VMA and frees the address space (exit_mmap).

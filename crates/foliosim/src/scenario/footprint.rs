@@ -29,16 +29,21 @@ pub(crate) fn estimate(scenario: &Scenario) -> Vec<(&'static str, u64)> {
         .iter()
         .map(|t| match &t.program {
             Program::Ops(ops) => program_pages(ops, &mut BTreeMap::new()),
-            // generators map what their parameters say; their share is left to the base figure
-            Program::Generator(_) => 0,
+            Program::Generator(params) => params.mapped_pages(),
+            // played live only: the simulator maps nothing for it
             Program::LiveOnly => 0,
         })
         .fold(0, u64::saturating_add);
+    let generator_file_pages = scenario.tasks.iter().map(|t| match &t.program {
+        Program::Generator(params) => params.file_pages(),
+        Program::Ops(_) | Program::LiveOnly => 0,
+    });
     let file_pages: u64 = scenario
         .files
         .iter()
         .map(|f| f.size_bytes.div_ceil(PAGE_SIZE))
-        .sum();
+        .chain(generator_file_pages)
+        .fold(0, u64::saturating_add);
     let swap_slots: u64 = scenario.swap.iter().map(|s| s.size_bytes / PAGE_SIZE).sum();
     let mut parts = vec![
         (
@@ -159,5 +164,59 @@ mod tests {
         // 1 Gi pages in the parent and a copy in the child, 8 B each
         assert_eq!(task, ("task", 16 << 30));
         assert_eq!(check_fits(&s, Some(8 << 30)).unwrap_err().key, "task");
+    }
+
+    /// The "task" part of the estimate of MINIMAL's task made a generator with `params`.
+    fn generator_task_bytes(params: &str) -> u64 {
+        let s = parse(&MINIMAL.replace("generator = \"usemem\"\nsize = \"1M\"", params))
+            .unwrap_or_else(|e| panic!("{e}"));
+        let parts = estimate(&s);
+        parts.iter().find(|(key, _)| *key == "task").unwrap().1
+    }
+
+    #[test]
+    fn generators_count_what_they_map() {
+        const GIB_PTES: u64 = (1 << 30) / PAGE_SIZE * PTE_BYTES;
+        // usemem: SIZE in each process
+        let usemem = "generator = \"usemem\"\nprocesses = 8\nsize = \"1G\"";
+        assert_eq!(generator_task_bytes(usemem), 8 * GIB_PTES);
+        // fork_cow: the parent's buffer and each child's copy of its page table
+        let fork_cow = "generator = \"fork_cow\"\nsize = \"1G\"\nchildren = 3";
+        assert_eq!(generator_task_bytes(fork_cow), 4 * GIB_PTES);
+        // kbuild: one heap of at most size_max per job slot at a time
+        let kbuild = "generator = \"kbuild\"\njobs = 4\nunits = 100\nsize_min = \"1M\"\n\
+                      size_max = \"1G\"";
+        assert_eq!(generator_task_bytes(kbuild), 4 * GIB_PTES);
+        let zero_subpage = "generator = \"zero_subpage\"\nsize = \"1G\"";
+        assert_eq!(generator_task_bytes(zero_subpage), GIB_PTES);
+        // thp_swap_allocator: its 60 MiB and 4 MiB regions
+        let thp = "generator = \"thp_swap_allocator\"\nsmall_folios = true";
+        assert_eq!(
+            generator_task_bytes(thp),
+            (64 << 20) / PAGE_SIZE * PTE_BYTES
+        );
+    }
+
+    #[test]
+    fn a_generator_task_over_the_host_is_refused_naming_the_task() {
+        let s =
+            parse(&MINIMAL.replace("size = \"1M\"", "processes = 16384\nsize = \"8T\"")).unwrap();
+        let e = check_fits(&s, Some(64 << 30)).unwrap_err();
+        assert_eq!(e.key, "task");
+        assert!(e.message.contains("estimated 256.0 TiB"), "{e}");
+    }
+
+    #[test]
+    fn a_file_read_task_counts_its_file() {
+        let s = parse(&MINIMAL.replace(
+            "generator = \"usemem\"\nsize = \"1M\"",
+            "generator = \"file_read\"\nsize = \"8T\"",
+        ))
+        .unwrap();
+        let file = estimate(&s)
+            .into_iter()
+            .find(|(k, _)| *k == "file")
+            .unwrap();
+        assert_eq!(file.1, (8u64 << 40) / PAGE_SIZE * FILE_INDEX_BYTES);
     }
 }

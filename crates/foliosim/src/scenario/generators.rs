@@ -17,6 +17,9 @@ use super::{MachineSpec, Program};
 /// The backing device's read_ahead_kb when a file names none (the kernel's default bdi
 /// readahead, VM_READAHEAD_PAGES).
 pub const DEFAULT_READ_AHEAD_KB: u64 = 128;
+/// The generator a task naming a `trace` runs (workload/trace_replay.rs): the one generator
+/// this layer names, because its key selects it.
+pub const TRACE_REPLAY_GENERATOR: &str = "trace_replay";
 /// Bytes a read() asks for when a read op or the file_read generator names no buffer.
 pub const DEFAULT_READ_BUFFER_BYTES: u64 = 1 << 20;
 
@@ -44,6 +47,19 @@ pub trait GeneratorParams: Any + Debug + Send + Sync + DynParams {
     /// Overrides parameter `key` with a variant's `args` value. Ok(false): the generator takes
     /// no such argument; Err: what was expected.
     fn apply_arg(&mut self, key: &str, value: &Value) -> Result<bool, String>;
+    /// The most pages the generator's processes have mapped at once, in all of them (a fork
+    /// child copies its parent's page tables): the engine keeps a page-table entry for each, so
+    /// the host-memory estimate (footprint.rs) counts them before the run.
+    fn mapped_pages(&self) -> u64;
+    /// Pages of the file the generator reads, if it makes one (its page-cache index).
+    fn file_pages(&self) -> u64 {
+        0
+    }
+}
+
+/// Pages of a mapping of `bytes`.
+pub fn pages_of(bytes: u64) -> u64 {
+    bytes.div_ceil(super::types::PAGE_SIZE)
 }
 
 /// Cloning and comparing parameters behind `dyn` (implemented for every `GeneratorParams`).

@@ -8,6 +8,7 @@ use toml::Value;
 use super::command::{parse_command, COMMAND_KEYS};
 use super::generators::{
     generator_names, generator_task_keys, parse_generator_task, DEFAULT_READ_BUFFER_BYTES,
+    TRACE_REPLAY_GENERATOR,
 };
 use super::machine::cgroup_names;
 use super::mempolicy::Mempolicy;
@@ -118,6 +119,8 @@ pub(super) fn parse_tasks(
             }
             None => None,
         };
+        // `trace = "..."` makes the task a replay of that trace, a generator of its own
+        let generator = generator.or(t.contains_key("trace").then_some(TRACE_REPLAY_GENERATOR));
         let mut allowed: Vec<&str> = TASK_KEYS.to_vec();
         allowed.extend_from_slice(COMMAND_KEYS);
         if let Some(g) = generator {

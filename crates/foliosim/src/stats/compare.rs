@@ -255,6 +255,7 @@ mod tests {
                 .map(|p| json!({"fallback_pct": p}).as_object().unwrap().clone())
                 .collect(),
             series: Default::default(),
+            series_interval_ns: None,
         }
     }
 

@@ -25,4 +25,8 @@ pub struct RunResult {
     pub iterations: Vec<serde_json::Map<String, serde_json::Value>>,
     /// Time series: "t_ns" and one column per sampled counter.
     pub series: BTreeMap<String, Vec<u64>>,
+    /// The series' interval when it reached MAX_SERIES_ROWS (stats/report.rs) and was thinned
+    /// to a longer one than the scenario's `sample_interval`; absent otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub series_interval_ns: Option<u64>,
 }

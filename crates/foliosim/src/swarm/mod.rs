@@ -18,6 +18,14 @@ use crate::{RunError, Scenario};
 
 /// Most runs the minimiser spends on one failure (each candidate costs two runs at most).
 const MINIMISE_BUDGET_RUNS: usize = 600;
+/// Most runs it spends on a seed over its budget, each of which may run the whole budget.
+const MINIMISE_BUDGET_RUNS_OVER_BUDGET: usize = 40;
+
+/// Each run of a seed stops after this many scheduler quanta: a deterministic budget, so that
+/// one slow seed (an engine livelock, a pathological scenario) is reported as a failure instead
+/// of stalling the swarm. The swarm's seeds need at most a few thousand quanta (the figures in
+/// docs/reliability.md); this much takes seconds.
+pub const SEED_BUDGET_QUANTA: u64 = 2_000_000;
 
 /// How a seed went.
 #[derive(Clone, Debug, PartialEq)]
@@ -31,6 +39,8 @@ pub enum Outcome {
     Nondeterministic,
     /// The generated scenario was refused as bad input: a bug of the generator.
     Rejected(String),
+    /// A run used its whole budget of quanta without finishing: the message says how far it got.
+    BudgetExceeded(String),
 }
 
 impl Outcome {
@@ -46,6 +56,7 @@ impl Outcome {
             Outcome::Violation(_) => "violation",
             Outcome::Nondeterministic => "nondeterministic",
             Outcome::Rejected(_) => "rejected",
+            Outcome::BudgetExceeded(_) => "budget exceeded",
         }
     }
 
@@ -65,6 +76,7 @@ impl Outcome {
             ),
             Outcome::Nondeterministic => "two runs gave different JSON".into(),
             Outcome::Rejected(m) => format!("generated scenario refused: {m}"),
+            Outcome::BudgetExceeded(m) => m.clone(),
         }
     }
 
@@ -125,8 +137,14 @@ fn panic_message(payload: Box<dyn std::any::Any + Send>) -> String {
     }
 }
 
-/// Parses, resolves and runs the scenario text twice with the checker on.
+/// Parses, resolves and runs the scenario text twice with the checker on, each run within
+/// SEED_BUDGET_QUANTA.
 pub fn check_scenario(text: &str, file: &str, seed: u64) -> Outcome {
+    check_scenario_with_budget(text, file, seed, SEED_BUDGET_QUANTA)
+}
+
+/// `check_scenario` with each run stopped after `max_quanta` quanta.
+pub fn check_scenario_with_budget(text: &str, file: &str, seed: u64, max_quanta: u64) -> Outcome {
     let parsed = catch_unwind(|| Scenario::parse_str(text, file));
     let scenario = match parsed {
         Err(p) => return Outcome::Panic(panic_message(p)),
@@ -140,11 +158,16 @@ pub fn check_scenario(text: &str, file: &str, seed: u64) -> Outcome {
     };
     let mut results = Vec::with_capacity(2);
     for _ in 0..2 {
-        let run = catch_unwind(AssertUnwindSafe(|| crate::run(&spec, &mut |_| {})));
+        let run = catch_unwind(AssertUnwindSafe(|| {
+            crate::run_with_budget(&spec, &mut |_| {}, max_quanta)
+        }));
         match run {
             Err(p) => return Outcome::Panic(panic_message(p)),
             Ok(Err(RunError::Check(v))) => return Outcome::Violation(v),
             Ok(Err(RunError::Input(e))) => return Outcome::Rejected(e.to_string()),
+            Ok(Err(e @ RunError::BudgetExceeded { .. })) => {
+                return Outcome::BudgetExceeded(format!("seed {seed}: {e}"))
+            }
             Ok(Ok(r)) => results.push(serde_json::to_string(&r).unwrap_or_default()),
         }
     }
@@ -163,8 +186,14 @@ pub struct SeedReport {
 
 /// Generates and checks the scenario of `seed`.
 pub fn run_seed(seed: u64) -> SeedReport {
+    run_seed_with_budget(seed, SEED_BUDGET_QUANTA)
+}
+
+/// `run_seed` with each run stopped after `max_quanta` quanta.
+pub fn run_seed_with_budget(seed: u64, max_quanta: u64) -> SeedReport {
     let scenario = SwarmScenario::generate(seed);
-    let outcome = check_scenario(&scenario.to_toml(), &file_name(seed), seed);
+    let outcome =
+        check_scenario_with_budget(&scenario.to_toml(), &file_name(seed), seed, max_quanta);
     SeedReport {
         seed,
         scenario,
@@ -180,22 +209,40 @@ pub fn file_name(seed: u64) -> String {
 /// Cuts `scenario` down while it fails as `outcome` does; returns the smallest one found and
 /// its outcome.
 pub fn minimise(scenario: &SwarmScenario, outcome: &Outcome) -> (SwarmScenario, Outcome) {
+    minimise_with_budget(scenario, outcome, SEED_BUDGET_QUANTA)
+}
+
+/// `minimise`, each candidate run within `max_quanta` quanta (the budget the failure had).
+pub fn minimise_with_budget(
+    scenario: &SwarmScenario,
+    outcome: &Outcome,
+    max_quanta: u64,
+) -> (SwarmScenario, Outcome) {
     let target = outcome.signature();
     let (mut best, mut best_outcome) = (scenario.clone(), outcome.clone());
     let mut runs = 0;
+    let budget_runs = match outcome {
+        Outcome::BudgetExceeded(_) => MINIMISE_BUDGET_RUNS_OVER_BUDGET,
+        _ => MINIMISE_BUDGET_RUNS,
+    };
     // After a cut that keeps the failure, go on from the same candidate index in the smaller
     // scenario's list; stop after a whole pass without one.
     let mut next = 0;
     let mut since_last_cut = 0;
     loop {
         let list = candidates(&best);
-        if list.is_empty() || since_last_cut >= list.len() || runs >= MINIMISE_BUDGET_RUNS {
+        if list.is_empty() || since_last_cut >= list.len() || runs >= budget_runs {
             break;
         }
         let i = next % list.len();
         runs += 1;
         let candidate = &list[i];
-        let o = check_scenario(&candidate.to_toml(), &file_name(best.seed), best.seed);
+        let o = check_scenario_with_budget(
+            &candidate.to_toml(),
+            &file_name(best.seed),
+            best.seed,
+            max_quanta,
+        );
         if o.signature() == target {
             best = candidate.clone();
             best_outcome = o;

@@ -9,6 +9,16 @@
 
 use std::fmt;
 
+mod format;
+pub mod import;
+mod read;
+#[cfg(test)]
+mod tests;
+mod write;
+
+pub use read::TraceReader;
+pub use write::TraceWriter;
+
 /// The format version this build writes and reads.
 pub const FORMAT_VERSION: u32 = 1;
 
@@ -135,8 +145,9 @@ pub enum Entry {
 }
 
 /// A malformed or truncated trace: the file, the byte offset where reading failed (in the file
-/// for the header and the compressed stream, documented in docs/traces.md) and what was
-/// expected there. Displays as one line.
+/// for the preamble; for a record, the preamble's length plus the offset in the decompressed
+/// records, as docs/traces.md says) and what was expected there. Displays as one line. The
+/// importers use it too, with the byte offset in their input.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct TraceError {
     pub file: String,

@@ -58,7 +58,7 @@ impl Workload {
     /// do_exit of user task `t`. Under `--check` the invariant checker runs first, so that a
     /// corruption shows as a violation rather than as a panic in the exit's teardown; if it finds
     /// one, the task does not exit and the run stops with it.
-    fn exit(&mut self, k: &mut Kernel, t: u32) {
+    pub(super) fn exit(&mut self, k: &mut Kernel, t: u32) {
         if k.spec.check {
             self.violations = crate::check::check(k);
             if !self.violations.is_empty() {
@@ -71,6 +71,9 @@ impl Workload {
     /// Runs user task `t` until `quantum_end_ns`, a block, or its end. Returns when its CPU is
     /// free.
     pub fn step(&mut self, k: &mut Kernel, t: u32, quantum_end_ns: u64) -> u64 {
+        if self.tasks[t as usize].replay.is_some() {
+            return self.replay_step(k, t, quantum_end_ns);
+        }
         let program = self.tasks[t as usize].program.clone();
         while k.clock_ns < quantum_end_ns {
             let pc = self.tasks[t as usize].pc;
@@ -318,7 +321,7 @@ fn next_random_page(k: &Kernel, prog: &mut TaskProgram, mm: u32) -> u32 {
 }
 
 /// madvise on pages [from, to) of the VMA starting at `start`.
-fn madvise(k: &mut Kernel, mm: u32, start: u32, from: u32, to: u32, advice: Advice) {
+pub(super) fn madvise(k: &mut Kernel, mm: u32, start: u32, from: u32, to: u32, advice: Advice) {
     let Some(vi) = k.mms[mm as usize].find_vma(start) else {
         return;
     };

@@ -14,7 +14,7 @@ use super::{params_of, Generator, Workload};
 use crate::mm::filemap::ReadRequest;
 use crate::mm::mempolicy::{Mempolicy, MpolMode};
 use crate::mm::Kernel;
-use crate::scenario::generators::{arg_in_range, GeneratorDef, GeneratorParams};
+use crate::scenario::generators::{pages_of, arg_in_range, GeneratorDef, GeneratorParams};
 use crate::scenario::walker::{Node, Res};
 use crate::scenario::{InputError, IterationReport, MachineSpec, Op, TaskSpec};
 use toml::Value;
@@ -87,6 +87,14 @@ impl GeneratorParams for FileRead {
             _ => return Ok(false),
         }
         Ok(true)
+    }
+    /// The read() buffer.
+    fn mapped_pages(&self) -> u64 {
+        pages_of(self.buffer_bytes)
+    }
+    /// The file it reads, made for it.
+    fn file_pages(&self) -> u64 {
+        pages_of(self.size_bytes)
     }
 }
 

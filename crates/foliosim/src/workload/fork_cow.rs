@@ -6,7 +6,7 @@
 use super::{params_of, Generator, LiveProgram, Workload};
 use crate::mm::folio::content;
 use crate::mm::Kernel;
-use crate::scenario::generators::{arg_in_range, arg_mapping_size, GeneratorDef, GeneratorParams};
+use crate::scenario::generators::{pages_of, arg_in_range, arg_mapping_size, GeneratorDef, GeneratorParams};
 use crate::scenario::walker::{Node, Res};
 use crate::scenario::{Access, InputError, MachineSpec, Op, Pattern, TaskSpec};
 use toml::Value;
@@ -50,6 +50,10 @@ impl GeneratorParams for ForkCow {
             _ => return Ok(false),
         }
         Ok(true)
+    }
+    /// The buffer in the parent and a copy of its page table in each child.
+    fn mapped_pages(&self) -> u64 {
+        pages_of(self.size_bytes).saturating_mul(self.children.saturating_add(1))
     }
 }
 

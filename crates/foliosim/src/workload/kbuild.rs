@@ -10,7 +10,7 @@ use super::task::Report;
 use super::{params_of, Generator, LiveProgram, TaskMetric, Workload};
 use crate::mm::folio::content;
 use crate::mm::Kernel;
-use crate::scenario::generators::{GeneratorDef, GeneratorParams};
+use crate::scenario::generators::{pages_of, GeneratorDef, GeneratorParams};
 use crate::scenario::units::parse_time;
 use crate::scenario::walker::{Node, Res};
 use crate::scenario::{Access, InputError, MachineSpec, Op, Pattern, TaskSpec};
@@ -67,6 +67,11 @@ impl GeneratorParams for Kbuild {
     /// No parameter can be varied.
     fn apply_arg(&mut self, _key: &str, _v: &Value) -> Result<bool, String> {
         Ok(false)
+    }
+    /// Each job slot maps one heap at a time (a unit's munmap frees it): at most size_max in
+    /// each of min(jobs, units) processes.
+    fn mapped_pages(&self) -> u64 {
+        pages_of(self.size_max_bytes).saturating_mul(self.jobs.min(self.units) as u64)
     }
 }
 

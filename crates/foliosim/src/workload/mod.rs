@@ -34,6 +34,7 @@ generators! {
     xsbench::XsbenchGenerator,
     file_read::FileReadGenerator,
     fork_cow::ForkCowGenerator,
+    trace_replay::TraceReplayGenerator,
 }
 
 /// A built-in generator: its name, parameters and parser (`GeneratorDef`, what the scenario
@@ -160,6 +161,10 @@ pub struct Workload {
     pub xsbench: Option<xsbench::Xsbench>,
     /// What the invariant checker found before a task's exit (under `--check`).
     pub violations: Vec<String>,
+    /// The traces tasks replay (one at a time is out while its thread runs).
+    pub replays: Vec<Option<Box<trace_replay::Replay>>>,
+    /// A trace that turned out malformed during the run: the run stops with it.
+    pub trace_error: Option<InputError>,
 }
 
 /// The figures of one iteration, from the counters at its start and end.
@@ -203,7 +208,8 @@ mod tests {
                 "zero_subpage",
                 "xsbench",
                 "file_read",
-                "fork_cow"
+                "fork_cow",
+                "trace_replay"
             ]
         );
         for name in names {

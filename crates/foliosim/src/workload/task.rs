@@ -12,6 +12,8 @@ pub enum Report {
     None,
     /// vm-scalability usemem: throughput of the write loop (op 2) since the start barrier (op 0).
     Usemem { size_bytes: u64 },
+    /// A replayed trace's thread: its counters (workload/trace_replay.rs).
+    Trace(Box<super::trace_replay::TraceCounters>),
 }
 
 /// A mapped region of the program: name, first vpn, pages.
@@ -56,6 +58,8 @@ pub struct TaskProgram {
     /// XSBench lookups done by this thread, and the loop's state while it runs.
     pub lookups: u64,
     pub xs: Option<super::xsbench::LookupState>,
+    /// The thread of a trace this task replays (its program is then empty).
+    pub replay: Option<super::trace_replay::ReplayThread>,
 }
 
 impl TaskProgram {

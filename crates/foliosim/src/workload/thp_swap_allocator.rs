@@ -10,7 +10,7 @@
 use super::{params_of, Generator, LiveProgram, Workload};
 use crate::mm::folio::content;
 use crate::mm::Kernel;
-use crate::scenario::generators::{arg_bool, arg_in_range, GeneratorDef, GeneratorParams};
+use crate::scenario::generators::{pages_of, arg_bool, arg_in_range, GeneratorDef, GeneratorParams};
 use crate::scenario::walker::{Node, Res};
 use crate::scenario::{Advice, InputError, IterationReport, MachineSpec, Op, TaskSpec};
 use crate::sim::rng::GlibcRand;
@@ -59,6 +59,15 @@ impl GeneratorParams for ThpSwapAllocator {
             _ => return Ok(false),
         }
         Ok(true)
+    }
+    /// mem1, and mem2 with small_folios, for every iteration.
+    fn mapped_pages(&self) -> u64 {
+        let small = if self.small_folios {
+            MEMSIZE_SMALLFOLIO
+        } else {
+            0
+        };
+        pages_of(MEMSIZE_MTHP + small)
     }
 }
 

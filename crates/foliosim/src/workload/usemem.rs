@@ -9,7 +9,7 @@ use super::{params_of, Generator, LiveProgram, TaskMetric, Workload};
 use crate::machine::hw::HwCosts;
 use crate::mm::folio::content;
 use crate::mm::Kernel;
-use crate::scenario::generators::{arg_in_range, arg_mapping_size, GeneratorDef, GeneratorParams};
+use crate::scenario::generators::{pages_of, arg_in_range, arg_mapping_size, GeneratorDef, GeneratorParams};
 use crate::scenario::walker::{Node, Res};
 use crate::scenario::{InputError, MachineSpec, Op, TaskSpec};
 use std::rc::Rc;
@@ -57,6 +57,10 @@ impl GeneratorParams for Usemem {
             _ => return Ok(false),
         }
         Ok(true)
+    }
+    /// SIZE in each process.
+    fn mapped_pages(&self) -> u64 {
+        pages_of(self.size_bytes).saturating_mul(self.processes as u64)
     }
 }
 

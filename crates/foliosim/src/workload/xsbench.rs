@@ -23,7 +23,7 @@ use crate::mm::memory::Killed;
 use crate::mm::pagetable as pt;
 use crate::mm::vmstat::Vm;
 use crate::mm::Kernel;
-use crate::scenario::generators::{arg_in_range, GeneratorDef, GeneratorParams};
+use crate::scenario::generators::{pages_of, arg_in_range, GeneratorDef, GeneratorParams};
 use crate::scenario::units::format_size;
 use crate::scenario::walker::{Node, Res};
 use crate::scenario::MAX_MAPPING_BYTES;
@@ -118,6 +118,12 @@ impl GeneratorParams for Xsbench {
             _ => return Ok(false),
         }
         Ok(true)
+    }
+    /// The three arrays, in thread 0's address space, which the other threads share.
+    fn mapped_pages(&self) -> u64 {
+        self.regions()
+            .iter()
+            .fold(0, |sum, &(_, bytes)| sum.saturating_add(pages_of(bytes)))
     }
 }
 

@@ -6,7 +6,7 @@
 use super::{params_of, Generator, LiveProgram, Workload};
 use crate::mm::folio::content;
 use crate::mm::Kernel;
-use crate::scenario::generators::{arg_in_range, GeneratorDef, GeneratorParams};
+use crate::scenario::generators::{pages_of, arg_in_range, GeneratorDef, GeneratorParams};
 use crate::scenario::walker::{Node, Res};
 use crate::scenario::{Advice, InputError, IterationReport, MachineSpec, Op, TaskSpec};
 use toml::Value;
@@ -48,6 +48,9 @@ impl GeneratorParams for ZeroSubpage {
             _ => return Ok(false),
         }
         Ok(true)
+    }
+    fn mapped_pages(&self) -> u64 {
+        pages_of(self.size_bytes)
     }
 }
 

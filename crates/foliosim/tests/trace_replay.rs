@@ -1,0 +1,305 @@
+//! Replaying trace files (docs/replay.md): a trace written by TraceWriter and named by a
+//! scenario's `trace` replays to the counters of the equivalent ops scenario, forks copy on
+//! write, bad traces are one-line errors, and a replay is deterministic.
+
+use foliosim::scenario::parse::resolve;
+use foliosim::trace::{Access, Entry, Event, Header, TraceWriter};
+use foliosim::{RunError, RunResult, Scenario};
+use std::path::{Path, PathBuf};
+
+const BASE: u64 = 0x7f12_3400_0000;
+
+/// A folder of its own for each test, removed when the test ends.
+struct Dir(PathBuf);
+
+impl Dir {
+    fn new(test: &str) -> Dir {
+        let d = std::env::temp_dir().join(format!("foliosim-replay-{}-{test}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).unwrap();
+        Dir(d)
+    }
+    fn path(&self, name: &str) -> PathBuf {
+        self.0.join(name)
+    }
+    fn write(&self, name: &str, text: &str) -> PathBuf {
+        let p = self.path(name);
+        std::fs::write(&p, text).unwrap();
+        p
+    }
+}
+
+impl Drop for Dir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn header() -> Header {
+    Header {
+        program: "synthetic".into(),
+        args: vec![],
+        recorder: "test".into(),
+        recorder_version: "0".into(),
+        page_size_bytes: 4096,
+    }
+}
+
+fn write_trace(path: &Path, entries: &[Entry]) {
+    let file = std::fs::File::create(path).unwrap();
+    let mut w = TraceWriter::new(std::io::BufWriter::new(file), &header()).unwrap();
+    for e in entries {
+        w.push(e).unwrap();
+    }
+    w.finish().unwrap();
+}
+
+fn access(thread: u32, page: u64, write: bool) -> Entry {
+    Entry::Access(Access {
+        thread,
+        page: BASE / 4096 + page,
+        write,
+        count: 1,
+        instructions: 0,
+    })
+}
+
+fn mmap(pages: u64) -> Entry {
+    Entry::Event(Event::Mmap {
+        thread: 0,
+        addr: BASE,
+        len_bytes: pages * 4096,
+        prot: 3,
+        flags: 0x22,
+        file: None,
+    })
+}
+
+/// 1 GiB, zram swap, an 8 MiB memcg.
+const MACHINE: &str = r#"
+name = "t"
+[[machine.node]]
+memory = "1G"
+cpus = 2
+[[swap]]
+name = "zram0"
+kind = "zram"
+size = "256M"
+[[cgroup]]
+name = "cg"
+"memory.max" = "8M"
+[knobs]
+"/sys/kernel/mm/transparent_hugepage/enabled" = "never"
+"#;
+
+fn run(path: &Path, profile: &str) -> Result<RunResult, RunError> {
+    let scenario = Scenario::load(path).unwrap_or_else(|e| panic!("{e}"));
+    let spec = resolve(&scenario, profile, None, &[], 1, true).unwrap();
+    foliosim::run(&spec, &mut |_| {})
+}
+
+fn trace_scenario(dir: &Dir, trace: &str) -> PathBuf {
+    dir.write(
+        "replay.toml",
+        &format!("{MACHINE}[[task]]\nname = \"app\"\ncgroup = \"cg\"\ntrace = \"{trace}\"\n"),
+    )
+}
+
+fn ops_scenario(dir: &Dir, ops: &str) -> PathBuf {
+    dir.write(
+        "ops.toml",
+        &format!("{MACHINE}[[task]]\nname = \"app\"\ncgroup = \"cg\"\nops = [\n{ops}]\n"),
+    )
+}
+
+/// Pages of a fixed pseudo-random sequence below `n`.
+fn random_pages(n: u64, count: usize) -> Vec<u64> {
+    let mut x = 0x9e37_79b9_7f4a_7c15u64;
+    (0..count)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x % n
+        })
+        .collect()
+}
+
+#[test]
+fn a_trace_replays_to_the_counters_of_the_equivalent_ops_scenario() {
+    let dir = Dir::new("round-trip");
+    // map 16 MiB in an 8 MiB memcg, write it sequentially, read 3000 pages in a fixed order
+    let pages = 4096;
+    let reads = random_pages(pages, 3000);
+    let mut entries = vec![mmap(pages)];
+    entries.extend((0..pages).map(|p| access(0, p, true)));
+    entries.extend(reads.iter().map(|&p| access(0, p, false)));
+    write_trace(&dir.path("app.trace"), &entries);
+    let mut ops = String::from(
+        "{ op = \"mmap\", region = \"a\", size = \"16M\" },\n\
+         { op = \"touch\", region = \"a\", access = \"write\", pattern = \"sequential\" },\n",
+    );
+    for p in &reads {
+        ops.push_str(&format!(
+            "{{ op = \"touch\", region = \"a\", access = \"read\", pattern = \"sequential\", \
+             offset = {}, len = 4096 }},\n",
+            p * 4096
+        ));
+    }
+    let replay_toml = trace_scenario(&dir, "app.trace");
+    let ops_toml = ops_scenario(&dir, &ops);
+    for profile in ["v6.9", "v6.18"] {
+        let a = run(&replay_toml, profile).unwrap();
+        let b = run(&ops_toml, profile).unwrap();
+        assert!(a.vmstat["pswpout"] > 2000 && a.vmstat["pswpin"] > 1000);
+        // exactly, not only within 1%
+        for c in ["pgfault", "pgmajfault", "pswpout", "pswpin", "pgsteal_anon"] {
+            assert_eq!(a.vmstat[c], b.vmstat[c], "{profile} {c}");
+        }
+        assert_eq!(a.vmstat, b.vmstat, "{profile}");
+        assert_eq!(a.memcg, b.memcg, "{profile}");
+        assert_eq!(a.sim_time_ns, b.sim_time_ns, "{profile}");
+        assert_eq!(a.tasks[0]["trace_records"], pages + 3000);
+    }
+}
+
+#[test]
+fn fork_in_a_trace_copies_on_write() {
+    let dir = Dir::new("fork");
+    let mut entries = vec![mmap(256)];
+    entries.extend((0..256).map(|p| access(0, p, true)));
+    entries.push(Entry::Event(Event::Fork {
+        thread: 0,
+        child: 1,
+    }));
+    entries.extend((0..128).map(|p| access(1, p, true)));
+    // the parent works 30 ms (at 333 ps per instruction) before it reads, so it still maps the
+    // pages while the child writes them
+    entries.push(Entry::Access(Access {
+        thread: 0,
+        page: BASE / 4096,
+        write: false,
+        count: 1,
+        instructions: 90_000_000,
+    }));
+    write_trace(&dir.path("fork.trace"), &entries);
+    let r = run(&trace_scenario(&dir, "fork.trace"), "v6.12").unwrap();
+    // 256 first touches, 128 copy-on-write faults that each copy
+    assert_eq!(r.vmstat["pgfault"], 256 + 128);
+    assert_eq!(r.vmstat["pgalloc_normal"], 256 + 128);
+    let names: Vec<&str> = r
+        .tasks
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["app", "app.1"]);
+}
+
+#[test]
+fn a_missing_trace_is_a_one_line_error_naming_the_scenario_and_the_key() {
+    let dir = Dir::new("missing");
+    let toml = trace_scenario(&dir, "nope.trace");
+    let e = Scenario::load(&toml).unwrap_err().to_string();
+    let expected = format!(
+        "{}: task[0].trace: {}: byte 0: cannot open: No such file or directory",
+        toml.display(),
+        dir.path("nope.trace").display()
+    );
+    assert_eq!(e, expected);
+    assert!(!e.contains('\n'));
+}
+
+#[test]
+fn a_file_that_is_not_a_trace_is_refused_when_the_scenario_loads() {
+    let dir = Dir::new("garbage");
+    dir.write("bad.trace", "this is not a trace\n");
+    let toml = trace_scenario(&dir, "bad.trace");
+    let e = Scenario::load(&toml).unwrap_err().to_string();
+    assert!(
+        e.starts_with(&format!("{}: task[0].trace: ", toml.display())),
+        "{e}"
+    );
+    assert!(
+        e.contains("bad.trace: byte 0: expected a foliosim trace"),
+        "{e}"
+    );
+    assert!(!e.contains('\n'));
+}
+
+#[test]
+fn a_trace_truncated_after_its_header_stops_the_run_with_a_one_line_error() {
+    let dir = Dir::new("truncated");
+    let mut entries = vec![mmap(1024)];
+    entries.extend(
+        random_pages(1024, 20_000)
+            .iter()
+            .map(|&p| access(0, p, p % 2 == 0)),
+    );
+    let full = dir.path("full.trace");
+    write_trace(&full, &entries);
+    let bytes = std::fs::read(&full).unwrap();
+    std::fs::write(dir.path("cut.trace"), &bytes[..bytes.len() * 2 / 3]).unwrap();
+    let toml = trace_scenario(&dir, "cut.trace");
+    match run(&toml, "v6.12") {
+        Err(RunError::Input(e)) => {
+            let e = e.to_string();
+            assert!(
+                e.starts_with(&format!(
+                    "{}: task[0].trace: {}: byte ",
+                    toml.display(),
+                    dir.path("cut.trace").display()
+                )),
+                "{e}"
+            );
+            assert!(!e.contains('\n'));
+        }
+        other => panic!("expected an input error, got {other:?}"),
+    }
+}
+
+#[test]
+fn a_task_with_both_trace_and_ops_or_a_foreign_page_size_is_refused() {
+    let dir = Dir::new("keys");
+    write_trace(&dir.path("t.trace"), &[mmap(1)]);
+    let both = dir.write(
+        "both.toml",
+        &format!("{MACHINE}[[task]]\nname = \"a\"\ntrace = \"t.trace\"\nops = []\n"),
+    );
+    let e = Scenario::load(&both).unwrap_err().to_string();
+    assert!(
+        e.contains("task[0].ops: expected either generator or ops"),
+        "{e}"
+    );
+
+    let file = std::fs::File::create(dir.path("64k.trace")).unwrap();
+    let h = Header {
+        page_size_bytes: 65536,
+        ..header()
+    };
+    TraceWriter::new(file, &h).unwrap().finish().unwrap();
+    let e = Scenario::load(&trace_scenario(&dir, "64k.trace"))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.ends_with(
+            "task[0].trace: expected a trace of 4096-byte pages, found page_size_bytes = 65536"
+        ),
+        "{e}"
+    );
+}
+
+#[test]
+fn the_same_trace_gives_the_same_result_bytes() {
+    let dir = Dir::new("determinism");
+    let mut entries = vec![mmap(4096)];
+    entries.extend(
+        random_pages(4096, 30_000)
+            .iter()
+            .map(|&p| access(0, p, p % 3 == 0)),
+    );
+    write_trace(&dir.path("d.trace"), &entries);
+    let toml = trace_scenario(&dir, "d.trace");
+    let a = serde_json::to_string(&run(&toml, "v6.12").unwrap()).unwrap();
+    let b = serde_json::to_string(&run(&toml, "v6.12").unwrap()).unwrap();
+    assert_eq!(a, b);
+}
