@@ -82,6 +82,7 @@ fn simulation(source: Box<dyn foliosim::workload::trace_replay::EntrySource>) ->
         node: 0,
         mempolicy: None,
         program: Program::Ops(vec![]),
+        command: None,
     };
     sim.workload
         .spawn_replay(&mut sim.kernel, &task, 0, source, "task[2].trace".into());

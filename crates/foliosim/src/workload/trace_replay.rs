@@ -1278,6 +1278,7 @@ name = "cg"
             node: 0,
             mempolicy: None,
             program: Program::Ops(vec![]),
+            command: None,
         };
         let memcg = sim.kernel.memcgs.iter().position(|c| c.name == "cg").unwrap() as u16;
         let source = MemorySource {
