@@ -185,6 +185,11 @@ impl GeneratorParams for TraceReplay {
     fn apply_arg(&mut self, _key: &str, _v: &toml::Value) -> Result<bool, String> {
         Ok(false)
     }
+    /// What a trace maps is known only as it is read (the header does not say), so the
+    /// host-memory estimate leaves it out; the page tables of a replay grow with its mmaps.
+    fn mapped_pages(&self) -> u64 {
+        0
+    }
 }
 
 impl Generator for TraceReplayGenerator {
