@@ -153,3 +153,14 @@ def test_scenarios_pickle_as_their_text():
     scenario = small_usemem()
     copy = pickle.loads(pickle.dumps(scenario))
     assert copy.toml == scenario.toml and copy.name == scenario.name
+
+
+def test_report_is_the_clis_page(cli, tmp_path):
+    result = small_usemem().run(profiles="v6.12", set=SMALL_SET)
+    result.save_json(tmp_path / "result.json")
+    done = cli("report", str(tmp_path / "result.json"), "-o", str(tmp_path / "cli.html"))
+    assert done.returncode == 0, done.stderr
+    result.report(tmp_path / "py.html")
+    page = (tmp_path / "py.html").read_bytes()
+    assert page == (tmp_path / "cli.html").read_bytes()
+    assert page.count(b"<svg") >= 2

@@ -36,6 +36,20 @@ pub enum Command {
     List,
     /// run random valid scenarios twice each with the invariant checker, minimise failures
     Swarm(crate::swarm::SwarmArgs),
+    /// write a self-contained HTML report with charts of a result JSON (run, reproduce or
+    /// validate --json)
+    Report(ReportArgs),
+}
+
+#[derive(Debug, PartialEq, Args)]
+#[command(args_override_self = true)]
+pub struct ReportArgs {
+    /// the JSON written by run, reproduce or validate --json
+    #[arg(value_name = "RESULT.json")]
+    pub result: PathBuf,
+    /// the HTML file to write (default: the result's name with .html, beside it)
+    #[arg(short = 'o', long = "output", value_name = "FILE")]
+    pub output: Option<PathBuf>,
 }
 
 #[derive(Debug, PartialEq, Args)]

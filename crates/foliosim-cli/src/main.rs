@@ -10,6 +10,7 @@ mod list;
 mod live;
 mod output;
 mod progress;
+mod report;
 mod reproduce;
 mod run;
 mod scenarios;
@@ -54,6 +55,7 @@ fn main() {
         Command::KernelRun(live_args) => kernel_run::kernel_run(live_args),
         Command::Validate(validate_args) => validate::validate(validate_args),
         Command::Swarm(swarm_args) => swarm::swarm(swarm_args),
+        Command::Report(report_args) => report::report(report_args),
         Command::List => {
             list::list();
             Ok(())

@@ -368,9 +368,20 @@ fn toml_value(value: &Bound<'_, PyAny>, path: &str) -> PyResult<toml::Value> {
     )))
 }
 
+/// The HTML report of a result document (`foliosim report`'s page), without the GIL.
+#[pyfunction]
+fn render_report(py: Python<'_>, result_json: &str) -> PyResult<String> {
+    py.detach(|| {
+        catch_unwind(|| foliosim_report::render_html(result_json))
+            .unwrap_or_else(|panic| Err(format!("panicked: {}", panic_text(&*panic))))
+    })
+    .map_err(|m| PyRuntimeError::new_err(format!("report: {m}")))
+}
+
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<NativeScenario>()?;
+    m.add_function(wrap_pyfunction!(render_report, m)?)?;
     m.add("InputError", m.py().get_type::<InputError>())?;
     m.add("CheckError", m.py().get_type::<CheckError>())?;
     m.add("VERSION", foliosim::VERSION)?;

@@ -23,6 +23,25 @@ import pandas as pd
 RUN_KEYS = ["profile", "variant", "seed"]
 
 
+def _write_atomically(path, text: str) -> None:
+    """`text` into a temporary file beside `path`, renamed over it once complete: a failure
+    leaves no partial file."""
+    path = os.fspath(path)
+    directory = os.path.dirname(path) or "."
+    handle, temporary = tempfile.mkstemp(
+        prefix=os.path.basename(path) + ".", suffix=".tmp", dir=directory
+    )
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8") as out:
+            out.write(text)
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(temporary, path)
+    except BaseException:
+        os.unlink(temporary)
+        raise
+
+
 class Result:
     def __init__(self, document: str):
         # the CLI's document, without the newline its file ends with
@@ -34,20 +53,7 @@ class Result:
 
     def save_json(self, path) -> None:
         """Writes `to_json()` to `path` atomically: a temporary file beside it, renamed over it."""
-        path = os.fspath(path)
-        directory = os.path.dirname(path) or "."
-        handle, temporary = tempfile.mkstemp(
-            prefix=os.path.basename(path) + ".", suffix=".tmp", dir=directory
-        )
-        try:
-            with os.fdopen(handle, "w", encoding="utf-8") as out:
-                out.write(self.to_json())
-                out.flush()
-                os.fsync(out.fileno())
-            os.replace(temporary, path)
-        except BaseException:
-            os.unlink(temporary)
-            raise
+        _write_atomically(path, self.to_json())
 
     @cached_property
     def data(self) -> dict:
@@ -112,12 +118,11 @@ class Result:
         return self._frame(samples)
 
     def report(self, path) -> None:
-        """An HTML report of these runs (`foliosim report`), written to `path`."""
-        raise NotImplementedError(
-            "Result.report needs the report renderer (crates/foliosim-report), which this "
-            "build of foliosim does not include; write the JSON with save_json() and run "
-            "`foliosim report RESULT.json -o report.html`"
-        )
+        """The HTML report of these runs (the page `foliosim report RESULT.json -o FILE`
+        writes: one self-contained file, charts inline), written atomically to `path`."""
+        from ._native import render_report
+
+        _write_atomically(path, render_report(self.to_json()))
 
     def __repr__(self) -> str:
         labels = [
