@@ -21,10 +21,20 @@ if ! cmp -s "$requirements" "$stamp"; then
     "$venv/bin/python" -m pip install --quiet -r "$requirements"
     cp "$requirements" "$stamp"
 fi
-# the browser test needs Chromium; Playwright's own build when the system has none
-if [ -d python/tests ] && grep -rqs playwright python/tests; then
+# The browser test needs Chromium: the system's (FOLIOSIM_CHROMIUM, .ci/run installs it with
+# apt-get) when there is one, else Playwright's own build.
+if [ -z "${FOLIOSIM_CHROMIUM:-}" ]; then
+    for candidate in chromium chromium-browser google-chrome; do
+        if command -v "$candidate" >/dev/null 2>&1; then
+            FOLIOSIM_CHROMIUM="$(command -v "$candidate")"
+            break
+        fi
+    done
+fi
+if [ -z "${FOLIOSIM_CHROMIUM:-}" ]; then
     "$venv/bin/python" -m playwright install chromium >/dev/null
 fi
+export FOLIOSIM_CHROMIUM="${FOLIOSIM_CHROMIUM:-}"
 
 (cd crates/foliosim-py && VIRTUAL_ENV="$PWD/../../$venv" PATH="$PWD/../../$venv/bin:$PATH" \
     maturin develop --release --locked --quiet)

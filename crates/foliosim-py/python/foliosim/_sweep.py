@@ -160,7 +160,8 @@ def sweep(
     (`{key: [values]}`, see the module's doc) and returns one DataFrame, a row per run.
     `profiles`, `variants`, `set` and `seed` apply where the grid does not say.
 
-    backend: "local" (worker processes, `workers` of them, default one per core) or "ray"
+    backend: "local" (worker processes, `workers` of them, default one per core, started with
+    forkserver: a script calling sweep needs the `if __name__ == "__main__":` guard) or "ray"
     (a Ray task per grid point: on the cluster at `address`, or on a local Ray instance with
     `workers` CPUs, default 2; the cluster's nodes need this package installed).
     A failed run becomes a row with its parameters and an `error`, and a warning; the other
