@@ -10,32 +10,21 @@ cargo test --workspace --locked
 cargo build --release --locked -p foliosim-cli
 
 venv=target/venv
+# the browser test (helper "report"'s) adds its own; it opens the system's /usr/bin/chromium
 requirements=python/requirements-test.txt
+browser_requirements=python/requirements-browser.txt
 if [ ! -x "$venv/bin/python" ]; then
     "${FOLIOSIM_PYTHON:-python3}" -m venv "$venv"
 fi
 # reinstall only when the pinned requirements changed
 stamp="$venv/.requirements-installed"
-if ! cmp -s "$requirements" "$stamp"; then
+wanted="$(cat "$requirements" "$browser_requirements" 2>/dev/null)"
+if [ "$wanted" != "$(cat "$stamp" 2>/dev/null)" ]; then
     "$venv/bin/python" -m pip install --quiet --upgrade pip
-    "$venv/bin/python" -m pip install --quiet -r "$requirements"
-    cp "$requirements" "$stamp"
+    "$venv/bin/python" -m pip install --quiet -r "$requirements" \
+        $([ -f "$browser_requirements" ] && echo -r "$browser_requirements")
+    printf '%s' "$wanted" >"$stamp"
 fi
-# The browser test needs Chromium: the system's (FOLIOSIM_CHROMIUM, .ci/run installs it with
-# apt-get) when there is one, else Playwright's own build.
-if [ -z "${FOLIOSIM_CHROMIUM:-}" ]; then
-    for candidate in chromium chromium-browser google-chrome; do
-        if command -v "$candidate" >/dev/null 2>&1; then
-            FOLIOSIM_CHROMIUM="$(command -v "$candidate")"
-            break
-        fi
-    done
-fi
-if [ -z "${FOLIOSIM_CHROMIUM:-}" ]; then
-    "$venv/bin/python" -m playwright install chromium >/dev/null
-fi
-export FOLIOSIM_CHROMIUM="${FOLIOSIM_CHROMIUM:-}"
-
 (cd crates/foliosim-py && VIRTUAL_ENV="$PWD/../../$venv" PATH="$PWD/../../$venv/bin:$PATH" \
     maturin develop --release --locked --quiet)
 FOLIOSIM_BIN="$PWD/target/release/foliosim" "$venv/bin/python" -m pytest -q python/tests

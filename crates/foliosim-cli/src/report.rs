@@ -26,7 +26,11 @@ pub fn report(args: &ReportArgs) -> Result<(), Failure> {
     }
     // the place for the report is checked before the (possibly long) rendering
     output::check_output_path(&output_path).map_err(|mut e| {
-        e.file = "-o".into();
+        e.file = if args.output.is_some() {
+            "-o".into()
+        } else {
+            "the report beside the result (-o to choose another)".into()
+        };
         e
     })?;
     let text = std::fs::read_to_string(input).map_err(|e| {

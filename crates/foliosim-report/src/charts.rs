@@ -50,6 +50,9 @@ pub struct LineChart {
     pub markers: bool,
 }
 
+/// A row's label and a value per series (None leaves its bar out).
+pub type BarRow = (String, Vec<Option<f64>>);
+
 /// Horizontal bars: a row per label, a bar per series in each row (published and simulated,
 /// say), and a dashed reference line at `reference` if any.
 #[derive(Clone, Debug, PartialEq)]
@@ -57,8 +60,7 @@ pub struct BarChart {
     pub title: String,
     pub x_label: String,
     pub series: Vec<String>,
-    /// One value per series; None leaves its bar out.
-    pub rows: Vec<(String, Vec<Option<f64>>)>,
+    pub rows: Vec<BarRow>,
     pub reference: Option<f64>,
 }
 
@@ -287,6 +289,7 @@ pub fn bar_chart_svg(chart: &BarChart) -> Result<String, String> {
         (lo.min(*v), hi.max(*v))
     });
     let x_range = padded(low, high);
+    let sliver = (x_range.end - x_range.start) * 0.004;
     let legend_height_px = if chart.series.len() > 1 { 24 } else { 0 };
     let height_px = 100 + legend_height_px + count.max(1) * (8 + 16 * per_row);
     let mut svg = String::new();
@@ -360,10 +363,12 @@ pub fn bar_chart_svg(chart: &BarChart) -> Result<String, String> {
             let segment = count - 1 - i as u32;
             for (j, value) in values.iter().enumerate() {
                 let Some(value) = value else { continue };
+                // a zero is drawn as a sliver, so that it reads as 0 rather than as missing
+                let value = if *value == 0.0 { sliver } else { *value };
                 let mut bar = Rectangle::new(
                     [
-                        (0.0_f64.min(*value), SegmentValue::Exact(segment)),
-                        (0.0_f64.max(*value), SegmentValue::Exact(segment + 1)),
+                        (0.0_f64.min(value), SegmentValue::Exact(segment)),
+                        (0.0_f64.max(value), SegmentValue::Exact(segment + 1)),
                     ],
                     PALETTE[j % PALETTE.len()].filled(),
                 );
@@ -403,6 +408,37 @@ mod tests {
         assert_eq!(short_number(12.0), "12");
         assert_eq!(short_number(0.25), "0.25");
         assert_eq!(short_number(-2.5e9), "-2.5G");
+    }
+
+    #[test]
+    fn a_zero_bar_is_visible_and_a_missing_one_is_not() {
+        let chart = BarChart {
+            title: "t".into(),
+            x_label: "x".into(),
+            series: vec!["published".into(), "simulated".into()],
+            rows: vec![
+                ("a".into(), vec![Some(0.0), None]),
+                ("b".into(), vec![Some(10.0), Some(5.0)]),
+            ],
+            reference: None,
+        };
+        let svg = bar_chart_svg(&chart).unwrap();
+        let widths = |fill: &str| -> Vec<i64> {
+            svg.lines()
+                .filter(|l| l.starts_with("<rect") && l.contains(&format!("fill=\"{fill}\"")))
+                .filter(|l| !l.contains("width=\"14\"")) // the legend's swatch
+                .map(|l| {
+                    let w = &l[l.find("width=\"").unwrap() + 7..];
+                    w[..w.find('"').unwrap()].parse().unwrap()
+                })
+                .collect()
+        };
+        let (blue, orange) = (widths("#1F77B4"), widths("#FF7F0E"));
+        assert_eq!(blue.len(), 2, "{svg}");
+        assert!(blue.iter().all(|&w| w >= 1), "{blue:?}");
+        assert_eq!(orange.len(), 1, "row a has no simulated bar: {orange:?}");
+        // 5 is half of 10
+        assert!((orange[0] * 2 - blue[1]).abs() <= 2, "{blue:?} {orange:?}");
     }
 
     #[test]

@@ -6,7 +6,7 @@ use std::collections::BTreeSet;
 
 use serde_json::Value;
 
-use crate::charts::{bar_chart_svg, line_chart_svg, BarChart, Line, LineChart};
+use crate::charts::{bar_chart_svg, line_chart_svg, BarChart, BarRow, Line, LineChart};
 use crate::{escape, Document, RunJson};
 
 pub struct Section {
@@ -125,7 +125,7 @@ fn published_section(
     let mut rows = String::new();
     let mut ratio_rows = Vec::new();
     // figures in different units get different charts
-    let mut by_unit: Vec<(String, Vec<(String, Vec<Option<f64>>)>)> = Vec::new();
+    let mut by_unit: Vec<(String, Vec<BarRow>)> = Vec::new();
     for figure in figures {
         let run = match &figure.variant {
             Some(v) => format!("{}/{v}", figure.profile),
@@ -317,7 +317,7 @@ fn validate_section(
         let live_run = live[index];
         let pair = format!("{} vs {}", sim.label(), live_run.label());
         let rows = comparisons(sim, live_run);
-        let bars: Vec<(String, Vec<Option<f64>>)> = rows
+        let bars: Vec<BarRow> = rows
             .iter()
             .filter(|r| r.live != 0.0)
             .take(MAX_RATIO_BARS)
