@@ -83,3 +83,12 @@ def test_a_bad_grid_is_refused():
         foliosim.sweep(usemem(), {"seed": 3}, progress=False)
     with pytest.raises(ValueError, match="backend"):
         foliosim.sweep(usemem(), {"seed": [1]}, backend="dask", progress=False)
+
+
+def test_a_point_that_leaves_the_variant_open_runs_each():
+    frame = foliosim.sweep(usemem(), {"seed": [1, 2]}, profiles="v6.12", progress=False)
+    assert frame[["seed", "profile", "variant"]].values.tolist() == [
+        [1, "v6.12", "4K"], [1, "v6.12", "64K"], [2, "v6.12", "4K"], [2, "v6.12", "64K"],
+    ]
+    # 64K folios fault in fewer times than 4K pages
+    assert frame.loc[1, "pgfault"] < frame.loc[0, "pgfault"]

@@ -12,7 +12,8 @@ The frame has one row per run: a column per grid key (named as the key), then `p
 run's summary (see `summary_row`). A grid point that leaves the profile or the variant open runs
 the scenario's own, one row each. Rows are in the grid's order (the product of the keys' values,
 the first key slowest), then the scenario's profile x variant order: the frame does not depend on
-the backend, the number of workers or the order in which runs finish.
+the backend, the number of workers or the order in which runs finish. Each run is one task (a
+worker process's, or a Ray task).
 """
 
 from __future__ import annotations
@@ -56,36 +57,28 @@ def summary_row(run: Mapping[str, Any]) -> dict:
     return row
 
 
-def _split(point: Mapping[str, Any]):
-    """A grid point as run() arguments: (profile, variant, seed, args, knob overrides)."""
-    args = {k[len("args.") :]: v for k, v in point.items() if k.startswith("args.")}
+def run_one(toml: str, file: str, run: dict, base_set: dict):
+    """Runs one run of a sweep (in a worker): `run` holds its profile, variant (None for a
+    scenario without variants), seed, `args.NAME`s and knob paths. Returns (summary, None), or
+    (None, why it failed)."""
+    args = {k[len("args.") :]: v for k, v in run.items() if k.startswith("args.")}
     knobs = {
-        k: v for k, v in point.items() if k not in RUN_PARAMETERS and not k.startswith("args.")
+        k: v for k, v in run.items() if k not in RUN_PARAMETERS and not k.startswith("args.")
     }
-    return point.get("profile"), point.get("variant"), point.get("seed"), args, knobs
-
-
-def run_point(toml: str, file: str, point: dict, base: dict) -> list:
-    """Runs one grid point (in a worker): a list of (run parameters, summary or None, error)."""
-    profile, variant, seed, args, knobs = _split(point)
-    seed = base["seed"] if seed is None else seed
     try:
         scenario = Scenario.from_toml(toml, file)
         if args:
             scenario = scenario.with_args(args)
         result = scenario.run(
-            profiles=base["profiles"] if profile is None else [profile],
-            variants=base["variants"] if variant is None else [variant],
-            set={**base["set"], **knobs},
-            seed=seed,
+            profiles=[run["profile"]],
+            variants=None if run["variant"] is None else [run["variant"]],
+            set={**base_set, **knobs},
+            seed=run["seed"],
             threads=1,
         )
     except Exception as error:  # a failed run is a row, not a lost sweep
-        key = {"profile": profile, "variant": variant, "seed": seed}
-        return [(key, None, f"{type(error).__name__}: {error}")]
-    return [
-        ({k: run[k] for k in RUN_PARAMETERS}, summary_row(run), None) for run in result.runs
-    ]
+        return None, f"{type(error).__name__}: {error}"
+    return summary_row(result.runs[0]), None
 
 
 def _points(grid: Mapping[str, Sequence[Any]]) -> list:
@@ -102,9 +95,9 @@ def _local(tasks, workers: Optional[int]):
     # forkserver: workers never inherit the threads of the caller (Ray's, a notebook's)
     context = multiprocessing.get_context("forkserver")
     with concurrent.futures.ProcessPoolExecutor(workers, mp_context=context) as pool:
-        futures = {pool.submit(run_point, *task): i for i, task in enumerate(tasks)}
+        futures = {pool.submit(run_one, *task): i for i, task in enumerate(tasks)}
         for future in concurrent.futures.as_completed(futures):
-            yield futures[future], _outcome(future.exception, future.result, tasks[futures[future]])
+            yield futures[future], _outcome(future.exception, future.result)
 
 
 def _ray(tasks, workers: Optional[int], address: Optional[str]):
@@ -116,7 +109,7 @@ def _ray(tasks, workers: Optional[int], address: Optional[str]):
             ray.init(num_cpus=workers or 2, include_dashboard=False, log_to_driver=False)
         else:
             ray.init(address=address, log_to_driver=False)
-    remote = ray.remote(num_cpus=1, max_retries=0)(run_point)
+    remote = ray.remote(num_cpus=1, max_retries=0)(run_one)
     pending = {remote.remote(*task): i for i, task in enumerate(tasks)}
     while pending:
         done, _ = ray.wait(list(pending), num_returns=1)
@@ -130,18 +123,16 @@ def _ray(tasks, workers: Optional[int], address: Optional[str]):
                     return error
                 return None
 
-            yield index, _outcome(failure, lambda ref=ref: ray.get(ref), tasks[index])
+            yield index, _outcome(failure, lambda ref=ref: ray.get(ref))
 
 
-def _outcome(exception, result, task):
-    """The worker's rows, or one error row when the worker itself died (a crashed process)."""
+def _outcome(exception, result):
+    """The worker's (summary, error), or an error when the worker itself died (a crashed
+    process, a lost Ray node)."""
     error = exception()
     if error is None:
         return result()
-    _, _, point, base = task
-    profile, variant, seed, _, _ = _split(point)
-    key = {"profile": profile, "variant": variant, "seed": base["seed"] if seed is None else seed}
-    return [(key, None, f"{type(error).__name__}: {error}")]
+    return None, f"{type(error).__name__}: {error}"
 
 
 def sweep(
@@ -162,20 +153,24 @@ def sweep(
 
     backend: "local" (worker processes, `workers` of them, default one per core, started with
     forkserver: a script calling sweep needs the `if __name__ == "__main__":` guard) or "ray"
-    (a Ray task per grid point: on the cluster at `address`, or on a local Ray instance with
+    (a Ray task per run: on the cluster at `address`, or on a local Ray instance with
     `workers` CPUs, default 2; the cluster's nodes need this package installed).
     A failed run becomes a row with its parameters and an `error`, and a warning; the other
     runs are kept."""
     if not isinstance(scenario, Scenario):
         scenario = Scenario.load(scenario)
     points = _points(grid)
-    base = {
-        "profiles": None if profiles is None else list([profiles] if isinstance(profiles, str) else profiles),
-        "variants": None if variants is None else list([variants] if isinstance(variants, str) else variants),
-        "set": dict(set or {}),
-        "seed": seed,
-    }
-    tasks = [(scenario.toml, scenario.file, point, base) for point in points]
+    profiles = [profiles] if isinstance(profiles, str) else profiles
+    variants = [variants] if isinstance(variants, str) else variants
+    # every grid point expands into its runs: one task, one row each
+    runs = []
+    for point in points:
+        for profile in [point["profile"]] if "profile" in point else profiles or scenario.profiles:
+            variants_here = variants or scenario.variants or [None]
+            for variant in [point["variant"]] if "variant" in point else variants_here:
+                run = {**point, "profile": profile, "variant": variant, "seed": point.get("seed", seed)}
+                runs.append((point, run))
+    tasks = [(scenario.toml, scenario.file, run, dict(set or {})) for _, run in runs]
     if backend == "local":
         finished = _local(tasks, workers)
     elif backend == "ray":
@@ -186,18 +181,19 @@ def sweep(
     from tqdm.auto import tqdm
 
     outcomes = [None] * len(tasks)
-    with tqdm(total=len(tasks), desc=f"{scenario.name} sweep", unit="run", disable=not progress) as bar:
+    with tqdm(
+        total=len(tasks), desc=f"{scenario.name} sweep", unit="run", disable=not progress
+    ) as bar:
         for index, outcome in finished:
             outcomes[index] = outcome
             bar.update(1)
 
     rows = []
-    for point, outcome in zip(points, outcomes):
-        for key, summary, error in outcome:
-            if error is not None:
-                warnings.warn(f"foliosim.sweep: run {point} failed: {error}", stacklevel=2)
-            run_key = {k: v for k, v in key.items() if k not in point}
-            rows.append({**point, **run_key, "error": error, **(summary or {})})
+    for (point, run), (summary, error) in zip(runs, outcomes):
+        if error is not None:
+            warnings.warn(f"foliosim.sweep: run {run} failed: {error}", stacklevel=2)
+        run_key = {k: run[k] for k in RUN_PARAMETERS if k not in point}
+        rows.append({**point, **run_key, "error": error, **(summary or {})})
     columns = list(grid) + [k for k in RUN_PARAMETERS if k not in grid] + ["error"]
     for row in rows:
         columns.extend(k for k in row if k not in columns)
