@@ -43,30 +43,10 @@ fn input_error(e: &EngineInputError) -> PyErr {
     err
 }
 
-/// The message on one line, long words shortened: what the CLI's main.rs prints (one_line and
-/// shorten_long_words there, copied because they live in the binary, not in a library).
+/// The message on one line, long words shortened, as the CLI prints it.
 fn cli_line(text: &str) -> String {
-    const LONG_WORD_CHARS: usize = 200;
-    const SHOWN_WORD_CHARS: usize = 60;
-    let one_line = text.lines().collect::<Vec<_>>().join("; ");
-    let words: Vec<String> = one_line
-        .split(' ')
-        .map(|word| {
-            let body = word.trim_end_matches([':', ',', ';']);
-            let tail = &word[body.len()..];
-            let (quote, inner) = match body.strip_prefix('"') {
-                Some(rest) => ("\"", rest.strip_suffix('"').unwrap_or(rest)),
-                None => ("", body),
-            };
-            let count = inner.chars().count();
-            if count <= LONG_WORD_CHARS {
-                return word.to_string();
-            }
-            let start: String = inner.chars().take(SHOWN_WORD_CHARS).collect();
-            format!("{quote}{start}{quote}… ({count} characters){tail}")
-        })
-        .collect();
-    words.join(" ")
+    use foliosim::scenario::message::{one_line, shorten_long_words};
+    shorten_long_words(&one_line(text))
 }
 
 /// A checked scenario and the TOML text it was parsed from (kept to re-parse it with generator
@@ -294,7 +274,7 @@ fn run_all(
         match result.into_inner().unwrap_or_else(|e| e.into_inner()) {
             Some(Ok(r)) => runs.push(r),
             Some(Err(RunError::Input(e))) => return Err(Stop::Input(e)),
-            Some(Err(e @ RunError::Check(_))) => {
+            Some(Err(e @ (RunError::Check(_) | RunError::BudgetExceeded { .. }))) => {
                 let label = match &spec.variant {
                     Some(v) => format!("{} {}/{v}", scenario.name, spec.profile.name),
                     None => format!("{} {}", scenario.name, spec.profile.name),
