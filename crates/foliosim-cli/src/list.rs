@@ -4,8 +4,9 @@ use foliosim::scenario::knobs::knob_table;
 use foliosim::scenario::parse;
 use foliosim::scenario::profile::{BASE_PROFILES, FEATURES};
 
+use crate::print_stdout;
 use crate::scenarios::{bundled_scenarios, scenario_dir, scenario_name};
-use crate::{one_line, print_stdout};
+use foliosim::scenario::message::one_line;
 
 pub fn list() {
     let mut text = String::new();

@@ -54,6 +54,11 @@ const MACHINE: Rule = Rule {
     layer: "machine",
     forbidden: Forbidden::CrateModules(&["scenario", "mm", "workload", "stats", "check"]),
 };
+// Traces are input, like scenarios: the replay (workload/trace_replay.rs) reads them.
+const TRACE: Rule = Rule {
+    layer: "trace",
+    forbidden: Forbidden::CrateModules(&["scenario", "mm", "workload", "stats", "check", "run"]),
+};
 
 #[test]
 fn mm_does_not_name_stats_or_the_cli() {
@@ -88,6 +93,11 @@ fn sim_names_nothing_above_it() {
 #[test]
 fn machine_names_nothing_above_it() {
     assert_rule(&MACHINE);
+}
+
+#[test]
+fn trace_names_nothing_of_the_engine() {
+    assert_rule(&TRACE);
 }
 
 /// The checker itself: a violation in code is found, the same text in a comment, a string or a

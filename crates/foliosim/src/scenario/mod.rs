@@ -11,6 +11,7 @@ pub mod generators;
 pub mod knobs;
 mod machine;
 pub mod mempolicy;
+pub mod message;
 mod ops;
 pub mod parse;
 pub mod profile;

@@ -3,5 +3,6 @@
 //! counters themselves are kept inside mm (mm/vmstat.rs), as the kernel keeps them.
 
 pub mod compare;
+pub mod document;
 pub mod report;
 pub mod result;
