@@ -68,6 +68,13 @@ def rows(sim, live):
             for key, s in counters.items():
                 if key in live[group].get(dev, {}):
                     out.append((f"{group}:{dev}:{key}", s, live[group][dev][key]))
+    # zram's peak: a sampled series in the simulator, mm_stat's mem_used_max live (as validate)
+    for dev, counters in live["zram"].items():
+        samples = sim.get("series", {}).get(f"zram:{dev}:mem_used_total")
+        if "mem_used_max" in counters and samples:
+            out.append(
+                (f"zram:{dev}:mem_used_max (MiB)", max(samples) / 2**20, counters["mem_used_max"] / 2**20)
+            )
     return out
 
 
