@@ -385,9 +385,18 @@ static void emit_initial_mappings(void)
          emit_file(serial, seg->dev, seg->ino, sr_isError(r) ? 0 : st.size, path);
          file = serial + 1;
       }
+      /* The client's stack grows down into a reservation valgrind keeps below it, without a
+         syscall: the mapping spans the reservation too, as the kernel's stack VMA would grow
+         into it, so accesses to a deeper stack fall in a mapping. */
+      Addr start = seg->start;
+      if (seg->kind == SkAnonC && seg->start > 0) {
+         NSegment const *below = VG_(am_find_nsegment)(seg->start - 1);
+         if (below != NULL && below->kind == SkResvn)
+            start = below->start;
+      }
       begin(TAG_MMAP);
-      put(seg->start);
-      put(seg->end - seg->start + 1);
+      put(start);
+      put(seg->end - start + 1);
       put(prot);
       put(VKI_MAP_PRIVATE | (file ? 0 : VKI_MAP_ANONYMOUS));
       put(file);

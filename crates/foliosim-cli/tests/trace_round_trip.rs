@@ -147,3 +147,54 @@ ops = [
         );
     }
 }
+
+/// A program whose stack grows 6 MiB deep: the stack grows into the reservation valgrind keeps
+/// below it, without a syscall, and every access of the replay must still fall in a mapping.
+#[test]
+fn a_deep_stack_is_inside_the_recorded_mappings() {
+    for tool in ["valgrind", "cc"] {
+        if !on_path(tool) {
+            eprintln!("skipped: {tool} is not installed");
+            return;
+        }
+    }
+    let dir = Dir(std::env::temp_dir().join(format!("foliosim-deep-stack-{}", std::process::id())));
+    let _ = std::fs::remove_dir_all(&dir.0);
+    std::fs::create_dir_all(&dir.0).unwrap();
+    let d = |name: &str| dir.0.join(name);
+    std::fs::write(
+        d("deep.c"),
+        "#include <string.h>\n\
+         static int f(int d) { volatile char buf[65536]; memset((char *)buf, d, sizeof buf);\n\
+         return d == 0 ? buf[7] : f(d - 1) + buf[100]; }\n\
+         int main(void) { return f(100) == 12345; }\n",
+    )
+    .unwrap();
+    let status = Command::new("cc")
+        .args(["-O1", "-o"])
+        .arg(d("deep"))
+        .arg(d("deep.c"))
+        .status()
+        .unwrap();
+    assert!(status.success(), "cc failed");
+    let out = foliosim()
+        .args(["trace", "record", "-o"])
+        .arg(d("deep.trace"))
+        .arg("--")
+        .arg(d("deep"))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "recording failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let replay = format!(
+        "name = \"replay\"{MACHINE}\n[[task]]\nname = \"p\"\ncgroup = \"cg\"\ntrace = \"deep.trace\"\n"
+    );
+    std::fs::write(d("replay.toml"), replay).unwrap();
+    let run = run_json(&d("replay.toml"), &d("replay.json"));
+    let task = &run["tasks"][0];
+    assert!(task["trace_accesses"].as_u64().unwrap() > 6_000_000);
+    assert_eq!(task["trace_unmapped_accesses"], 0, "{task}");
+}
