@@ -10,6 +10,7 @@ pub mod dry_run;
 mod kernel_run;
 mod list;
 mod live;
+mod make;
 mod output;
 mod progress;
 mod report;

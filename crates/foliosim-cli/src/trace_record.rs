@@ -108,44 +108,11 @@ fn find_on_path(name: &str) -> Option<PathBuf> {
         })
 }
 
-/// The directory of valgrind-tool/ (with its Makefile): in the working directory (a checkout)
-/// or beside this crate's sources.
-fn source_dir() -> Option<PathBuf> {
-    [
-        PathBuf::from("valgrind-tool"),
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../valgrind-tool"),
-    ]
-    .into_iter()
-    .find(|d| d.join("Makefile").is_file())
-}
-
 /// Builds the tool with the system C compiler into `<repository>/target/valgrind-tool` (beside
 /// links to the stock files valgrind loads from its library directory); returns that
 /// directory, for VALGRIND_LIB.
 pub fn build() -> Result<PathBuf, String> {
-    let src = source_dir().ok_or("no valgrind-tool/ directory with a Makefile found")?;
-    let src = src
-        .canonicalize()
-        .map_err(|e| format!("{}: {e}", src.display()))?;
-    let out = src
-        .parent()
-        .unwrap_or(Path::new("."))
-        .join("target/valgrind-tool");
-    let result = Command::new("make")
-        .arg("-s")
-        .arg("-C")
-        .arg(&src)
-        .arg(format!("OUT={}", out.display()))
-        .output()
-        .map_err(|e| format!("cannot run make (needed to build the valgrind tool): {e}"))?;
-    if !result.status.success() {
-        return Err(format!(
-            "building the valgrind tool failed:\n{}{}",
-            String::from_utf8_lossy(&result.stdout),
-            String::from_utf8_lossy(&result.stderr)
-        ));
-    }
-    Ok(out)
+    crate::make::build("valgrind-tool", "the valgrind tool")
 }
 
 /// The trace being written: a temporary file beside the output, removed unless `persist`ed.

@@ -3,47 +3,14 @@
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use foliosim::scenario::{Access, Advice, IterationReport, Op, Pattern, TaskSpec};
 use foliosim::workload::LiveProgram;
 
-/// Where the C sources live: `./kernel-bench`, else the repository this binary was built from.
-pub fn source_dir() -> Option<PathBuf> {
-    [
-        PathBuf::from("kernel-bench"),
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../kernel-bench"),
-    ]
-    .into_iter()
-    .find(|d| d.join("Makefile").is_file())
-}
-
 /// Builds the programs with the system C compiler into `<repository>/target/kernel-bench`;
 /// returns that directory.
 pub fn build() -> Result<PathBuf, String> {
-    let src = source_dir().ok_or("no kernel-bench/ directory with a Makefile found")?;
-    let src = src
-        .canonicalize()
-        .map_err(|e| format!("{}: {e}", src.display()))?;
-    let out = src
-        .parent()
-        .unwrap_or(Path::new("."))
-        .join("target/kernel-bench");
-    let result = Command::new("make")
-        .arg("-s")
-        .arg("-C")
-        .arg(&src)
-        .arg(format!("OUT={}", out.display()))
-        .output()
-        .map_err(|e| format!("cannot run make (needed to build kernel-bench): {e}"))?;
-    if !result.status.success() {
-        return Err(format!(
-            "building kernel-bench failed:\n{}{}",
-            String::from_utf8_lossy(&result.stdout),
-            String::from_utf8_lossy(&result.stderr)
-        ));
-    }
-    Ok(out)
+    crate::make::build("kernel-bench", "kernel-bench")
 }
 
 /// One process the runner starts for a scenario task.
