@@ -40,16 +40,8 @@ fn write_atomically_with(
         status: 1,
     };
     let handlers = signal::Handlers::install();
-    let mut name = path.file_name().unwrap_or_default().to_os_string();
-    name.push(".");
     // dropped, the temporary file is removed: every early return below leaves nothing behind
-    let mut temp = tempfile::Builder::new()
-        .prefix(&name)
-        .suffix(".tmp")
-        // the umask applies, as it does to a file created by a shell redirection
-        .permissions(std::fs::Permissions::from_mode(0o666))
-        .tempfile_in(directory_of(path))
-        .map_err(|e| failed("create a temporary file for", &e))?;
+    let mut temp = temp_file_beside(path).map_err(|e| failed("create a temporary file for", &e))?;
     temp.write_all(text.as_bytes())
         .and_then(|()| temp.write_all(b"\n"))
         // a full disk may only say so when the data reaches it
@@ -106,6 +98,19 @@ fn directory_of(path: &Path) -> &Path {
 /// a regular file, or a new name in an existing directory this user can write to, outside the
 /// kernel's file systems. Never a device (`/dev/null` would be replaced by a regular file), a
 /// FIFO, a socket, a directory or an empty path.
+/// A temporary file `NAME.XXXXXX.tmp` in the directory of `path`, to be renamed onto it once
+/// complete (`persist`); dropped, it is removed. The umask applies to its 0666 mode, as it does
+/// to a file created by a shell redirection.
+pub fn temp_file_beside(path: &Path) -> std::io::Result<tempfile::NamedTempFile> {
+    let mut name = path.file_name().unwrap_or_default().to_os_string();
+    name.push(".");
+    tempfile::Builder::new()
+        .prefix(&name)
+        .suffix(".tmp")
+        .permissions(std::fs::Permissions::from_mode(0o666))
+        .tempfile_in(directory_of(path))
+}
+
 pub fn check_output_path(path: &Path) -> Result<(), InputError> {
     let refuse = |message: String| InputError {
         file: "--json".into(),

@@ -6,7 +6,6 @@
 use std::collections::{BTreeMap, HashMap};
 use std::fs::File;
 use std::io::{BufReader, BufWriter};
-use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 
 use foliosim::trace::import::{
@@ -17,7 +16,7 @@ use foliosim::InputError;
 
 use crate::args::{ImportCommand, TraceCommand, TraceInfoArgs};
 use crate::live::signal;
-use crate::output::{check_output_path, io_error_text};
+use crate::output::{check_output_path, io_error_text, temp_file_beside};
 use crate::{print_stdout, Failure};
 
 pub fn trace(command: &TraceCommand) -> Result<(), Failure> {
@@ -89,19 +88,8 @@ fn import_to(
         status: 1,
     };
     let handlers = signal::Handlers::install();
-    let mut name = output.file_name().unwrap_or_default().to_os_string();
-    name.push(".");
-    let dir = match output.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d,
-        _ => Path::new("."),
-    };
     // dropped, the temporary file is removed: every early return leaves nothing behind
-    let temp = tempfile::Builder::new()
-        .prefix(&name)
-        .suffix(".tmp")
-        .permissions(std::fs::Permissions::from_mode(0o666))
-        .tempfile_in(dir)
-        .map_err(|e| failed("create a temporary file for", &e))?;
+    let temp = temp_file_beside(output).map_err(|e| failed("create a temporary file for", &e))?;
     let (entries, bytes) = {
         let out = BufWriter::with_capacity(1 << 20, temp.as_file());
         let (out, entries) = match import::copy(source.as_mut(), out) {

@@ -124,17 +124,7 @@ struct Recording {
 
 impl Recording {
     fn new(output: &Path, header: &Header) -> Result<Recording, Failure> {
-        let dir = match output.parent() {
-            Some(d) if !d.as_os_str().is_empty() => d,
-            _ => Path::new("."),
-        };
-        let mut prefix = output.file_name().unwrap_or_default().to_os_string();
-        prefix.push(".");
-        let temp = tempfile::Builder::new()
-            .prefix(&prefix)
-            .suffix(".tmp")
-            .permissions(std::os::unix::fs::PermissionsExt::from_mode(0o666))
-            .tempfile_in(dir)
+        let temp = crate::output::temp_file_beside(output)
             .map_err(|e| write_failure(output, "create a temporary file for", &e))?;
         let file = temp
             .as_file()
