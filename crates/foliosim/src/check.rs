@@ -25,7 +25,7 @@ pub fn check(k: &Kernel) -> Vec<String> {
         let mut in_use = 0u64;
         for pfn in z.start_pfn as usize..z.start_pfn as usize + z.nr_pages as usize {
             let p = &k.mem.pages[pfn];
-            if p.test(pg::HEAD) {
+            if p.is_head() {
                 in_use += 1u64 << p.order();
             }
         }
@@ -52,7 +52,7 @@ pub fn check(k: &Kernel) -> Vec<String> {
                     break;
                 }
                 on_lru[f as usize] = true;
-                if !k.mem.test(f, pg::LRU) || !k.mem.test(f, pg::HEAD) {
+                if !k.mem.test(f, pg::LRU) || !k.mem.pages[f as usize].is_head() {
                     out.push(format!(
                         "folio {f} on lruvec {lv} list {l} lacks PG_lru or is not a folio"
                     ));
@@ -100,7 +100,7 @@ pub fn check(k: &Kernel) -> Vec<String> {
                 if pt::is_present(pte) {
                     let pfn = pt::pfn(pte) as usize;
                     let head = k.mem.head_of(pfn as u32) as usize;
-                    if !k.mem.pages[head].test(pg::HEAD) {
+                    if !k.mem.pages[head].is_head() {
                         out.push(format!(
                             "mm {mi} vpn {} maps freed page {pfn}",
                             v.start + i as u32
@@ -135,7 +135,7 @@ pub fn check(k: &Kernel) -> Vec<String> {
         }
     }
     for (pfn, p) in k.mem.pages.iter().enumerate() {
-        if p.test(pg::HEAD) && k.mem.mapcount(pfn as u32) != mapcount[pfn] {
+        if p.is_head() && k.mem.mapcount(pfn as u32) != mapcount[pfn] {
             out.push(format!(
                 "folio {pfn}: mapcount {} but {} PTEs map it",
                 k.mem.mapcount(pfn as u32),
@@ -205,7 +205,7 @@ pub fn check(k: &Kernel) -> Vec<String> {
             cached += 1;
             let p = &k.mem.pages[folio as usize];
             let start = p.index as usize;
-            let ok = p.test(pg::HEAD)
+            let ok = p.is_head()
                 && !p.test(pg::SWAPBACKED)
                 && k.mem.anon_vma(folio) as usize == fi
                 && (start..start + (1usize << p.order())).contains(&i);
@@ -242,7 +242,7 @@ pub fn check(k: &Kernel) -> Vec<String> {
         // A folio under writeback stays in the page cache until its write completes.
         for &(_, folio) in &f.wb_inflight {
             let p = &k.mem.pages[folio as usize];
-            if !p.test(pg::HEAD)
+            if !p.is_head()
                 || !p.test(pg::WRITEBACK)
                 || f.cache.get(p.index as usize) != Some(&folio)
             {
@@ -279,7 +279,7 @@ pub fn check(k: &Kernel) -> Vec<String> {
     // the destination) and its stocked pages.
     let mut charged = vec![0u64; k.memcgs.len()];
     for (pfn, p) in k.mem.pages.iter().enumerate() {
-        if p.test(pg::HEAD) {
+        if p.is_head() {
             charged[k.mem.memcg(pfn as u32) as usize] += 1u64 << p.order();
         }
     }

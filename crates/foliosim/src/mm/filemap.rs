@@ -52,6 +52,9 @@ pub struct File {
     pub nr_pages: u32,
     /// The page cache (the xarray): per page index, the head of the folio caching it, or NIL.
     pub cache: Vec<FolioId>,
+    /// Shadow entries of evicted folios, by page index (mm/workingset.rs); sparse, as a file
+    /// may be large and mostly uncached.
+    pub shadows: std::collections::HashMap<u32, super::workingset::Shadow>,
     /// Pages in the page cache (`mapping->nrpages`).
     pub nrpages: u64,
     /// The backing device's readahead maximum, in pages (`bdi->ra_pages`).
@@ -82,6 +85,7 @@ impl File {
             size_bytes,
             nr_pages,
             cache: vec![NIL; nr_pages as usize],
+            shadows: Default::default(),
             nrpages: 0,
             ra_pages: (read_ahead_kb / 4).min(u32::MAX as u64) as u32,
             large_folios,
@@ -152,6 +156,19 @@ impl Kernel {
         order: u32,
         gfp: Gfp,
     ) -> Option<FolioId> {
+        self.filemap_alloc_folio_for(file, index, order, gfp, false)
+    }
+
+    /// filemap_alloc_folio for a read (`write` false) or for write_begin (__GFP_WRITE: a
+    /// shadow it replaces is not taken for a refault).
+    fn filemap_alloc_folio_for(
+        &mut self,
+        file: FileId,
+        index: u32,
+        order: u32,
+        gfp: Gfp,
+        write: bool,
+    ) -> Option<FolioId> {
         let pfn = self.alloc_pages_task_policy(gfp, order)?;
         let memcg = self.tasks[self.current as usize].memcg;
         let nr = 1u32 << order;
@@ -169,12 +186,22 @@ impl Kernel {
             f.cache[i as usize] = pfn;
         }
         f.nrpages += nr as u64;
+        self.workingset_refault_file(pfn, file, index, nr, write);
         self.folio_add_lru(pfn);
         Some(pfn)
     }
 
     /// __filemap_remove_folio: takes a folio out of its file's page cache.
     pub fn filemap_remove_folio(&mut self, folio: FolioId) {
+        self.filemap_remove_folio_shadow(folio, super::workingset::Shadow::NONE);
+    }
+
+    /// __filemap_remove_folio leaving `shadow` at the folio's indices (reclaim's eviction).
+    pub fn filemap_remove_folio_shadow(
+        &mut self,
+        folio: FolioId,
+        shadow: super::workingset::Shadow,
+    ) {
         debug_assert!(!self.mem.test(folio, pg::DIRTY) && !self.mem.test(folio, pg::WRITEBACK));
         let file = self.mem.anon_vma(folio) as usize;
         let index = self.mem.index(folio);
@@ -183,6 +210,9 @@ impl Kernel {
         for i in index..index + nr {
             debug_assert_eq!(f.cache[i as usize], folio);
             f.cache[i as usize] = NIL;
+            if shadow.is_some() {
+                f.shadows.insert(i, shadow);
+            }
         }
         f.nrpages -= nr as u64;
     }
@@ -389,6 +419,7 @@ impl Kernel {
                     .count(Vm::Pgactivate, self.mem.nr_pages(folio) as u64);
             }
             self.mem.clear(folio, pg::REFERENCED);
+            self.workingset_activation(folio);
         } else {
             self.pagecache_promotion_hook_mark_accessed(folio);
         }
@@ -515,7 +546,7 @@ impl Kernel {
                     ..Gfp::USER
                 },
             };
-            match self.filemap_alloc_folio(file, index, order, gfp) {
+            match self.filemap_alloc_folio_for(file, index, order, gfp, true) {
                 Some(folio) => break folio,
                 None if order > 0 => order -= 1,
                 None => return None,

@@ -24,11 +24,15 @@ pub mod pg {
     pub const DIRTY: u16 = 1 << 5;
     pub const WRITEBACK: u16 = 1 << 6;
     pub const RECLAIM: u16 = 1 << 7;
-    /// Head of an allocated folio (order 0 included); absent on tails and free pages.
+    /// Head of an allocated folio (order 0 included); absent on tails and free pages. Test it
+    /// with `Page::is_head` (HEAD, TAIL and BUDDY share two bits).
     pub const HEAD: u16 = 1 << 8;
     pub const TAIL: u16 = 1 << 9;
-    /// First page of a free buddy block (`PageBuddy`).
-    pub const BUDDY: u16 = 1 << 10;
+    /// First page of a free buddy block (`PageBuddy`): both bits, as no page is head and tail.
+    pub const BUDDY: u16 = HEAD | TAIL;
+    /// `PG_workingset`: the folio was deactivated from the active list, or restored by a
+    /// refault of one that had been (mm/workingset.rs).
+    pub const WORKINGSET: u16 = 1 << 10;
     /// On a large folio's head: `PG_partially_mapped`, some but not all of its pages are mapped.
     pub const DEFERRED: u16 = 1 << 11;
     /// On a large folio's page 1 (where the kernel keeps folio-wide state too): the folio is on
@@ -88,6 +92,18 @@ impl Page {
         self.flags & f != 0
     }
     #[inline]
+    pub fn is_head(&self) -> bool {
+        self.flags & pg::BUDDY == pg::HEAD
+    }
+    #[inline]
+    pub fn is_tail(&self) -> bool {
+        self.flags & pg::BUDDY == pg::TAIL
+    }
+    #[inline]
+    pub fn is_buddy(&self) -> bool {
+        self.flags & pg::BUDDY == pg::BUDDY
+    }
+    #[inline]
     pub fn set(&mut self, f: u16) {
         self.flags |= f;
     }
@@ -127,7 +143,7 @@ impl MemMap {
     #[inline]
     pub fn head_of(&self, pfn: Pfn) -> FolioId {
         let p = &self.pages[pfn as usize];
-        if p.test(pg::TAIL) {
+        if p.is_tail() {
             p.mapping
         } else {
             pfn

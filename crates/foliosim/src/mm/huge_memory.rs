@@ -18,7 +18,8 @@ use super::Kernel;
 use crate::scenario::knobs::PMD_ORDER;
 
 /// Flags a subpage inherits from the head when a folio is split.
-const INHERITED: u16 = pg::SWAPBACKED | pg::DIRTY | pg::ACTIVE | pg::REFERENCED | pg::SWAPCACHE;
+const INHERITED: u16 =
+    pg::SWAPBACKED | pg::DIRTY | pg::ACTIVE | pg::REFERENCED | pg::SWAPCACHE | pg::WORKINGSET;
 
 impl Kernel {
     /// deferred_split_folio: queue a large folio for the deferred-split shrinker; with
@@ -93,7 +94,7 @@ impl Kernel {
                 .deferred_split_queue
                 .pop_front()
                 .expect("queue is not empty");
-            let valid = self.mem.test(folio, pg::HEAD)
+            let valid = self.mem.pages[folio as usize].is_head()
                 && self.mem.order(folio) > 1
                 && self.mem.pages[folio as usize + 1].test(pg::QUEUED);
             if !valid {

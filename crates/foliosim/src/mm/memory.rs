@@ -355,6 +355,8 @@ impl Kernel {
                 let base_vpn = vpn & !(nr - 1);
                 let base_off = off - (vpn - base_vpn);
                 self.mem.set(folio, pg::SWAPBACKED);
+                // The first slot's shadow (which a folio in the swap cache replaces).
+                let shadow = self.swap[dev as usize].shadows[base_off as usize];
                 if !bypass {
                     self.add_to_swap_cache(folio, dev, base_off);
                 }
@@ -363,6 +365,9 @@ impl Kernel {
                     self.stat.count_mthp(order, Mthp::Swpin);
                 }
                 self.memcgs[memcg as usize].count(Memcg::Pswpin, nr as u64);
+                if shadow.is_some() {
+                    self.workingset_refault(folio, shadow);
+                }
                 self.folio_add_lru(folio);
                 (folio, folio, base_vpn, base_off, nr)
             }

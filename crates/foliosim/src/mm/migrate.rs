@@ -249,7 +249,13 @@ impl Kernel {
         for i in 0..nr {
             self.mem.pages[(dst + i) as usize].content = self.mem.pages[(src + i) as usize].content;
         }
-        for f in [pg::REFERENCED, pg::ACTIVE, pg::DIRTY, pg::SWAPBACKED] {
+        for f in [
+            pg::REFERENCED,
+            pg::ACTIVE,
+            pg::DIRTY,
+            pg::SWAPBACKED,
+            pg::WORKINGSET,
+        ] {
             if self.mem.test(src, f) {
                 self.mem.set(dst, f);
             }

@@ -30,6 +30,7 @@ pub mod tlb;
 pub mod vma;
 pub mod vmscan;
 pub mod vmstat;
+pub mod workingset;
 
 use crate::machine::hw::HwCosts;
 use crate::scenario::{InputError, RunSpec, Tier};

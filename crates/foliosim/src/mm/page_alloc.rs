@@ -136,7 +136,7 @@ impl Zone {
                 break;
             }
             let b = &mem.pages[buddy as usize];
-            if !b.test(pg::BUDDY) || b.order() != order {
+            if !b.is_buddy() || b.order() != order {
                 break;
             }
             self.del_from_free_list(mem, buddy, order);
@@ -177,7 +177,7 @@ impl Zone {
             let (mut pfn, mut prev, mut n) = (self.free_area[order as usize].head, NIL, 0u64);
             while pfn != NIL {
                 let p = &mem.pages[pfn as usize];
-                if !p.test(pg::BUDDY)
+                if !p.is_buddy()
                     || p.order() != order
                     || pfn % (1 << order) != 0
                     || p.lru_prev != prev

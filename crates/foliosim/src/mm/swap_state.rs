@@ -6,11 +6,13 @@
 //! reads back as zeros without I/O), and free_swap_and_cache / folio_free_swap of mm/swapfile.c
 //! (v6.9–v6.18).
 //! The cache is one folio id per slot (the newest kernels' swap table, in effect). Left out:
-//! readahead, shadow entries / workingset refault detection, zswap, and swap-cache races.
+//! readahead, zswap, and swap-cache races. Evicted folios leave their shadow entries in their
+//! slots (mm/workingset.rs).
 
 use super::folio::{pg, FolioId, NIL};
 use super::swapfile::SWAP_HAS_CACHE;
 use super::vmstat::{Memcg, Mthp, Vm};
+use super::workingset::Shadow;
 use super::Kernel;
 use crate::scenario::knobs::PMD_ORDER;
 
@@ -46,6 +48,7 @@ impl Kernel {
         let si = &mut self.swap[dev as usize];
         for s in off..off + nr {
             si.cache[s as usize] = folio;
+            si.shadows[s as usize] = Shadow::NONE;
             si.swap_map[s as usize] |= SWAP_HAS_CACHE;
         }
     }
@@ -69,6 +72,12 @@ impl Kernel {
     /// delete_from_swap_cache + put_swap_folio: the folio leaves the cache and its slots lose
     /// SWAP_HAS_CACHE; slots nothing else refers to are freed.
     pub fn delete_from_swap_cache(&mut self, folio: FolioId) {
+        self.delete_from_swap_cache_shadow(folio, Shadow::NONE);
+    }
+
+    /// __remove_mapping's __delete_from_swap_cache: as delete_from_swap_cache, leaving `shadow`
+    /// in the folio's slots (until they are freed).
+    pub fn delete_from_swap_cache_shadow(&mut self, folio: FolioId, shadow: Shadow) {
         if !self.mem.test(folio, pg::SWAPCACHE) {
             return;
         }
@@ -82,6 +91,7 @@ impl Kernel {
         let si = &mut self.swap[dev as usize];
         for s in off..off + nr {
             si.cache[s as usize] = NIL;
+            si.shadows[s as usize] = shadow;
         }
         // put_swap_folio: a large folio whose slots nothing else holds is freed as one range
         // (from v6.12; v6.10 only for a whole PMD cluster); the rest go slot by slot.
@@ -178,6 +188,9 @@ impl Kernel {
             }
         }
         self.stat.count(Vm::Pswpout, nr as u64);
+        // submit_bio counts the swap write in pgpgout (KiB in /proc/vmstat)
+        self.stat
+            .count(Vm::Pgpgout, nr as u64 * super::PAGE_SIZE / 1024);
         let memcg = self.mem.memcg(folio) as usize;
         self.memcgs[memcg].count(Memcg::Pswpout, nr as u64);
         if order as usize == PMD_ORDER {
@@ -250,6 +263,9 @@ impl Kernel {
             return;
         }
         self.stat.count(Vm::Pswpin, nr as u64);
+        // submit_bio counts the swap read in pgpgin (KiB in /proc/vmstat)
+        self.stat
+            .count(Vm::Pgpgin, nr as u64 * super::PAGE_SIZE / 1024);
         let done_ns = self.swap_device_read(dev, off, nr);
         self.clock_ns = self.clock_ns.max(done_ns);
     }

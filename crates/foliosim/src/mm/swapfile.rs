@@ -64,6 +64,8 @@ pub struct SwapInfo {
     pub swap_map: Vec<u8>,
     /// Swap cache: the folio caching each slot, or NIL.
     pub cache: Vec<u32>,
+    /// Swap cache shadow entries of evicted folios, per slot (mm/workingset.rs).
+    pub shadows: Vec<super::workingset::Shadow>,
     /// Content of the page written to each slot.
     pub content: Vec<u8>,
     pub inuse_pages: u64,
@@ -144,6 +146,7 @@ impl SwapInfo {
             max,
             swap_map: vec![0; max as usize],
             cache: vec![NIL; max as usize],
+            shadows: vec![super::workingset::Shadow::NONE; max as usize],
             content: vec![0; max as usize],
             inuse_pages: 0,
             clusters: SwapClusters::new(nr_clusters),
@@ -290,6 +293,8 @@ impl SwapInfo {
 
     /// swap_range_free.
     fn swap_range_free(&mut self, off: u32, nr: u32) {
+        // clear_shadow_from_swap_cache
+        self.shadows[off as usize..(off + nr) as usize].fill(super::workingset::Shadow::NONE);
         let end = off + nr - 1;
         if off < self.lowest_bit {
             self.lowest_bit = off;

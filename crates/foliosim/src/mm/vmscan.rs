@@ -19,8 +19,9 @@
 //! all dirty and unqueued wakes the flusher (wakeup_flusher_threads), and a reclaimer that freed
 //! nothing among dirty folios waits for writeback (reclaim_throttle, simplified: at the end of
 //! a failed direct or memcg reclaim, not per node).
-//! Left out: refaults (no workingset shadow entries: they neither add cost nor force
-//! deactivation), proportional scan adjustment, the congested/PGDAT_WRITEBACK throttling of
+//! Evictions leave shadow entries, and refault activations since a target's last reclaim force
+//! deactivation (prepare_scan_control; mm/workingset.rs).
+//! Left out: proportional scan adjustment, the congested/PGDAT_WRITEBACK throttling of
 //! kswapd, compaction, MGLRU.
 
 use super::folio::{pg, FolioId, NIL};
@@ -70,6 +71,8 @@ pub struct Lruvec {
     /// Recent reclaim cost of the anon and file lists (lru_note_cost), decaying.
     pub anon_cost: u64,
     pub file_cost: u64,
+    /// Refault detection's age and activations (mm/workingset.rs).
+    pub workingset: super::workingset::LruvecWorkingset,
 }
 
 pub struct ScanControl {
@@ -84,6 +87,9 @@ pub struct ScanControl {
     pub no_demotion: bool,
     /// Reclaim of one memcg at its limit (sc->target_mem_cgroup set).
     pub cgroup_reclaim: bool,
+    /// The cgroup reclaim works for (sc->target_mem_cgroup; the root for global reclaim and
+    /// MADV_PAGEOUT): evicted folios' shadows record its lruvec's age.
+    pub target_memcg: u16,
     /// Pages of file folios found dirty or under writeback (sc->nr.dirty), and dirty but not
     /// yet queued for writeback (nr_unqueued_dirty).
     pub nr_dirty: u64,
@@ -103,6 +109,7 @@ impl ScanControl {
             may_deactivate: false,
             no_demotion: false,
             cgroup_reclaim: false,
+            target_memcg: 0,
             nr_dirty: 0,
             nr_unqueued_dirty: 0,
             nr_pageout: 0,
@@ -208,6 +215,8 @@ impl Kernel {
             let lru = lru_of(!self.mem.test(folio, pg::SWAPBACKED), false);
             self.list_del(lv, lru, folio);
             self.list_add(lv, lru, folio, true);
+            self.stat
+                .count(Vm::Pgrotated, self.mem.nr_pages(folio) as u64);
         }
     }
 
@@ -222,6 +231,8 @@ impl Kernel {
         let lv = self.folio_lruvec(folio);
         let lru = lru_of(self.folio_is_file_lru(folio), false);
         self.list_add(lv, lru, folio, true);
+        self.stat
+            .count(Vm::Pgrotated, self.mem.nr_pages(folio) as u64);
     }
 
     /// Takes folios off the tail of a list until `nr_to_scan` pages were taken.
@@ -263,7 +274,7 @@ impl Kernel {
         (lv..self.lruvecs.len()).step_by(step)
     }
 
-    fn lru_size_hier(&self, lv: usize, lru: Lru) -> u64 {
+    pub(super) fn lru_size_hier(&self, lv: usize, lru: Lru) -> u64 {
         self.lruvecs_hier(lv).map(|i| self.lru_size(i, lru)).sum()
     }
 
@@ -271,7 +282,7 @@ impl Kernel {
     /// SWAP_CLUSTER_MAX, each page scanned but kept (rotated) one. Charged to the lruvec and to
     /// its parent, the root cgroup's lruvec of the node; both costs halve once they exceed a
     /// quarter of the lruvec's pages, so recent reclaim weighs most.
-    fn lru_note_cost(&mut self, lv: usize, file: bool, nr_io: u64, nr_rotated: u64) {
+    pub(super) fn lru_note_cost(&mut self, lv: usize, file: bool, nr_io: u64, nr_rotated: u64) {
         let cost = nr_io * SWAP_CLUSTER_MAX + nr_rotated;
         let nodes = self.nodes.len();
         let mut at = Some(lv);
@@ -406,7 +417,12 @@ impl Kernel {
         }
         let node = (lv % self.nodes.len()) as u32;
         let anon = self.can_reclaim_anon_pages(node, sc);
-        let may_deactivate = [false, true].map(|file| self.inactive_is_low(lv, file));
+        // prepare_scan_control: refault activations the reclaim target saw since its last
+        // reclaim force deactivation too.
+        let target = if sc.cgroup_reclaim { lv } else { node as usize };
+        let may_deactivate = [false, true].map(|file| {
+            self.inactive_is_low(lv, file) || self.refaults_since_snapshot(target, file)
+        });
         // Per list kind (anon, file): inactive and active pages to scan.
         let mut nr = self.get_scan_count(lv, sc, anon);
         while nr.iter().flatten().any(|&n| n > 0) {
@@ -459,6 +475,7 @@ impl Kernel {
                 continue;
             }
             self.mem.clear(folio, pg::ACTIVE);
+            self.mem.set(folio, pg::WORKINGSET);
             if !file {
                 self.mem.clear(folio, pg::REFERENCED);
             }
@@ -660,7 +677,8 @@ impl Kernel {
                     continue;
                 }
                 let nr = self.mem.nr_pages(folio) as u64;
-                self.filemap_remove_folio(folio);
+                let shadow = self.workingset_eviction(folio, sc.target_memcg);
+                self.filemap_remove_folio_shadow(folio, shadow);
                 self.free_folio(folio);
                 reclaimed += nr;
                 continue;
@@ -710,7 +728,8 @@ impl Kernel {
             }
             // __remove_mapping
             let nr = self.mem.nr_pages(folio) as u64;
-            self.delete_from_swap_cache(folio);
+            let shadow = self.workingset_eviction(folio, sc.target_memcg);
+            self.delete_from_swap_cache_shadow(folio, shadow);
             self.free_folio(folio);
             reclaimed += nr;
         }
@@ -770,6 +789,11 @@ impl Kernel {
                 self.shrink_node(n, &mut sc);
             }
             if sc.nr_reclaimed >= sc.nr_to_reclaim || sc.priority == 0 {
+                for n in 0..self.zones.len() as u32 {
+                    if super::mempolicy::node_isset(n, nodemask) {
+                        self.snapshot_refaults(n as usize);
+                    }
+                }
                 self.throttle_on_dirty(&sc);
                 self.account_direct_reclaim(start_ns, sc.nr_reclaimed);
                 return sc.nr_reclaimed;
@@ -791,6 +815,7 @@ impl Kernel {
         let start_ns = self.clock_ns;
         let mut sc = ScanControl::new(nr_pages.max(SWAP_CLUSTER_MAX), false);
         sc.cgroup_reclaim = true;
+        sc.target_memcg = memcg;
         loop {
             self.shrink_deferred_split(sc.priority);
             for node in 0..self.nodes.len() as u32 {
@@ -798,6 +823,9 @@ impl Kernel {
                 self.shrink_lruvec(lv, &mut sc);
             }
             if sc.nr_reclaimed >= sc.nr_to_reclaim || sc.priority == 0 {
+                for node in 0..self.nodes.len() as u32 {
+                    self.snapshot_refaults(self.lruvec_index(memcg, node));
+                }
                 self.throttle_on_dirty(&sc);
                 self.account_direct_reclaim(start_ns, sc.nr_reclaimed);
                 return sc.nr_reclaimed;
@@ -846,6 +874,8 @@ impl Kernel {
     /// raising the priority when a round frees nothing. Returns false when kswapd should sleep.
     pub fn kswapd_round(&mut self, node: u32, priority: &mut u32) -> bool {
         if self.pgdat_balanced(node) {
+            // the end of balance_pgdat
+            self.snapshot_refaults(node as usize);
             *priority = DEF_PRIORITY;
             return false;
         }
@@ -857,6 +887,7 @@ impl Kernel {
         if sc.nr_reclaimed == 0 {
             if *priority == 0 {
                 // kswapd_failures: give up until a direct reclaimer makes progress.
+                self.snapshot_refaults(node as usize);
                 *priority = DEF_PRIORITY;
                 return false;
             }

@@ -14,8 +14,8 @@ const STRUCT_PAGE_BYTES: u64 = 24;
 const PTE_BYTES: u64 = 8;
 /// The page cache's index of a file: one folio id per page.
 const FILE_INDEX_BYTES: u64 = 4;
-/// A swap slot's count, cache entry and content class.
-const SWAP_SLOT_BYTES: u64 = 8;
+/// A swap slot's count, cache entry, shadow entry, content class and zeromap bit.
+const SWAP_SLOT_BYTES: u64 = 16;
 /// The simulator itself, the result and the time series of a short run.
 const BASE_BYTES: u64 = 64 << 20;
 /// Runs above this much memory are refused at boot with their own message.

@@ -114,6 +114,12 @@ impl Generation {
         self >= Generation::V6_18
     }
 
+    /// The swap cache is an xarray per 64 MiB of swap (its shadow-only nodes count in
+    /// workingset_nodes) until v6.18 makes it the swap table, a flat array per cluster.
+    pub fn swap_cache_in_xarray(self) -> bool {
+        self < Generation::V6_18
+    }
+
     /// The per-CPU swap slot cache (mm/swap_slots.c): v6.9 to v6.14, removed in v6.15.
     pub fn has_swap_slot_cache(self) -> bool {
         self <= Generation::V6_12

@@ -109,11 +109,13 @@ impl Series {
 }
 
 pub fn build(k: &Kernel, w: &Workload, series: Series) -> RunResult {
-    let vmstat: Counters = VM_NAMES
+    let mut vmstat: Counters = VM_NAMES
         .iter()
         .zip(k.stat.vm.iter())
         .map(|(n, v)| (n.to_string(), *v))
         .collect();
+    // a gauge read from the caches, as the kernel keeps it on its shadow-node list
+    vmstat.insert("workingset_nodes".into(), k.workingset_nodes());
     let mut mthp = BTreeMap::new();
     for order in ANON_ORDERS {
         let c: Counters = MTHP_NAMES
