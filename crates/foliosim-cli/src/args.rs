@@ -202,6 +202,9 @@ pub struct ValidateArgs {
     /// the simulator's kernel profile (default: the one matching the running kernel)
     #[arg(long, value_name = "P")]
     pub profile: Option<String>,
+    /// live runs of each variant: the table shows their median and min-max
+    #[arg(long = "live-runs", value_name = "N", default_value_t = 1, value_parser = parse_positive)]
+    pub live_runs: u64,
 }
 
 fn parse_seed(value: &str) -> Result<u64, String> {

@@ -21,6 +21,8 @@ pub struct Row {
     pub live: f64,
     /// A count (compared exactly) rather than a time or a mean.
     pub counter: bool,
+    /// With several live runs: `live` is their median, and this their minimum and maximum.
+    pub live_range: Option<(f64, f64)>,
 }
 
 impl Row {
@@ -30,6 +32,7 @@ impl Row {
             sim: sim as f64,
             live: live as f64,
             counter: true,
+            live_range: None,
         }
     }
     fn figure(label: String, sim: f64, live: f64) -> Row {
@@ -38,12 +41,64 @@ impl Row {
             sim,
             live,
             counter: false,
+            live_range: None,
         }
     }
     /// simulated / live; None when live is 0.
     pub fn ratio(&self) -> Option<f64> {
         (self.live != 0.0).then(|| self.sim / self.live)
     }
+
+    /// Within 10% of the live median, or inside the live runs' min-max.
+    pub fn matches(&self) -> bool {
+        let near = (self.sim - self.live).abs() <= 0.1 * self.live.abs();
+        let inside = self
+            .live_range
+            .is_some_and(|(lo, hi)| lo <= self.sim && self.sim <= hi);
+        near || inside
+    }
+}
+
+/// The middle value (the mean of the two middle ones for an even count).
+fn median(values: &mut [f64]) -> f64 {
+    values.sort_by(f64::total_cmp);
+    let n = values.len();
+    if n % 2 == 1 {
+        values[n / 2]
+    } else {
+        (values[n / 2 - 1] + values[n / 2]) / 2.0
+    }
+}
+
+/// The rows of one simulated run against several live runs of it: each row's live value is the
+/// median over the runs (a counter a run did not print counts 0 there), with their min-max.
+pub fn rows_against(scenario: &Scenario, sim: &RunResult, lives: &[&RunResult]) -> Vec<Row> {
+    let per_run: Vec<Vec<Row>> = lives.iter().map(|l| rows(scenario, sim, l)).collect();
+    if per_run.len() == 1 {
+        return per_run.into_iter().next().unwrap_or_default();
+    }
+    let mut merged: Vec<Row> = Vec::new();
+    for row in per_run.iter().flatten() {
+        if !merged.iter().any(|m| m.label == row.label) {
+            merged.push(row.clone());
+        }
+    }
+    for m in &mut merged {
+        let mut values: Vec<f64> = per_run
+            .iter()
+            .map(|rows| {
+                rows.iter()
+                    .find(|r| r.label == m.label)
+                    .map_or(0.0, |r| r.live)
+            })
+            .collect();
+        let (lo, hi) = values
+            .iter()
+            .fold((f64::MAX, f64::MIN), |(lo, hi), &v| (lo.min(v), hi.max(v)));
+        m.live = median(&mut values);
+        m.live_range = Some((lo, hi));
+    }
+    merged
 }
 
 fn mean(values: &[f64]) -> Option<f64> {
@@ -205,6 +260,20 @@ fn format_value(v: f64, counter: bool) -> String {
     }
 }
 
+/// Event counters the live runs counted (machine-wide, nonzero in any run) that the simulator
+/// has no counter for; docs/fidelity.md says why each is left out.
+pub fn not_modelled(sim: &RunResult, lives: &[&RunResult]) -> Vec<String> {
+    let mut names: BTreeSet<String> = BTreeSet::new();
+    for live in lives {
+        for (name, &v) in &live.vmstat {
+            if v != 0 && !sim.vmstat.contains_key(name) {
+                names.insert(name.clone());
+            }
+        }
+    }
+    names.into_iter().collect()
+}
+
 /// Simulated counters the live kernel does not print at all.
 pub fn absent_on_live(sim: &RunResult, live: &RunResult) -> Vec<String> {
     sim.vmstat
@@ -216,8 +285,17 @@ pub fn absent_on_live(sim: &RunResult, live: &RunResult) -> Vec<String> {
 
 /// The side-by-side table of one variant.
 pub fn render(sim_label: &str, live_label: &str, rows: &[Row]) -> String {
+    let ranged = rows.iter().any(|r| r.live_range.is_some());
+    let mut columns = vec![sim_label.to_string()];
+    if ranged {
+        columns.push(format!("{live_label} median"));
+        columns.push("live min-max".into());
+    } else {
+        columns.push(live_label.into());
+    }
+    columns.push("sim/live".into());
     let table = table::Table {
-        columns: vec![sim_label.into(), live_label.into(), "sim/live".into()],
+        columns,
         rows: rows
             .iter()
             .map(|r| {
@@ -227,22 +305,52 @@ pub fn render(sim_label: &str, live_label: &str, rows: &[Row]) -> String {
                     None if r.sim == 0.0 => "- =".into(),
                     None => "-  ".into(),
                 };
-                (
-                    r.label.clone(),
-                    vec![
-                        format_value(r.sim, r.counter),
-                        format_value(r.live, r.counter),
-                        ratio,
-                    ],
-                )
+                let mut cells = vec![
+                    format_value(r.sim, r.counter),
+                    format_value(r.live, r.counter),
+                ];
+                if let Some((lo, hi)) = r.live_range {
+                    cells.push(format!(
+                        "{}-{}",
+                        format_value(lo, r.counter),
+                        format_value(hi, r.counter)
+                    ));
+                }
+                cells.push(ratio);
+                (r.label.clone(), cells)
             })
             .collect(),
     };
     table::render(&table)
 }
 
-/// The counters that differ, largest relative difference first, one line.
+/// The counters that differ, largest relative difference first, one line. With several live
+/// runs, the counters neither within 10% of the live median nor inside the live min-max.
 pub fn differences(rows: &[Row]) -> String {
+    if rows.iter().any(|r| r.live_range.is_some()) {
+        let counters: Vec<&Row> = rows.iter().filter(|r| r.counter).collect();
+        let outside: Vec<String> = counters
+            .iter()
+            .filter(|r| !r.matches())
+            .map(|r| match r.ratio() {
+                Some(x) => format!("{} {:+.1}%", r.label, (x - 1.0) * 100.0),
+                None => format!("{} {} vs 0", r.label, format_value(r.sim, true)),
+            })
+            .collect();
+        let mut text = format!(
+            "counters within 10% of the live median or inside its min-max: {} of {}",
+            counters.len() - outside.len(),
+            counters.len()
+        );
+        if !outside.is_empty() {
+            text.push_str(&format!(
+                "; outside (sim vs median): {}",
+                outside.join(", ")
+            ));
+        }
+        text.push('\n');
+        return text;
+    }
     let counters: Vec<&Row> = rows.iter().filter(|r| r.counter).collect();
     let mut differ: Vec<&Row> = counters
         .iter()
@@ -292,14 +400,27 @@ pub fn validate(validate_args: &ValidateArgs) -> Result<(), Failure> {
     // what the machine cannot do is refused before the (possibly long) simulation
     let host = kernel_run::preflight(&specs)?;
     let sim_runs = run_all(&scenario, &specs)?;
-    let live_runs = kernel_run::live_runs(&scenario, &host, &specs)?;
+    // the live kernel varies from run to run: each repetition plays every variant once
+    let mut repetitions = Vec::new();
+    for repetition in 1..=validate_args.live_runs {
+        if validate_args.live_runs > 1 {
+            eprintln!(
+                "live repetition {repetition} of {}",
+                validate_args.live_runs
+            );
+        }
+        repetitions.push(kernel_run::live_runs(&scenario, &host, &specs)?);
+    }
+    let live_runs = &repetitions[0];
     if let Some(json) = &args.json {
         let mut encoded = sim_runs
             .iter()
             .map(|r| output::run_json(r, None))
             .collect::<Result<Vec<_>, _>>()
             .map_err(|m| crate::json_error(json, m))?;
-        encoded.extend(kernel_run::live_json(&live_runs).map_err(|m| crate::json_error(json, m))?);
+        for runs in &repetitions {
+            encoded.extend(kernel_run::live_json(runs).map_err(|m| crate::json_error(json, m))?);
+        }
         let document =
             output::document_of(&scenario, &encoded).map_err(|m| crate::json_error(json, m))?;
         output::write_atomically(json, &document)?;
@@ -312,24 +433,32 @@ pub fn validate(validate_args: &ValidateArgs) -> Result<(), Failure> {
         host.profile(),
         host.release
     );
-    for (sim, live) in sim_runs.iter().zip(&live_runs) {
-        let rows = rows(&scenario, sim, &live.result);
+    for (index, sim) in sim_runs.iter().enumerate() {
+        let lives: Vec<&RunResult> = repetitions.iter().map(|r| &r[index].result).collect();
+        let rows = rows_against(&scenario, sim, &lives);
         text.push('\n');
         text.push_str(&render(
             &table::run_label(sim),
-            &table::run_label(&live.result),
+            &table::run_label(lives[0]),
             &rows,
         ));
         text.push_str(&differences(&rows));
-        let absent = absent_on_live(sim, &live.result);
+        let absent = absent_on_live(sim, lives[0]);
         if !absent.is_empty() {
             text.push_str(&format!(
                 "not printed by this kernel's /proc/vmstat: {}\n",
                 absent.join(", ")
             ));
         }
+        let missing = not_modelled(sim, &lives);
+        if !missing.is_empty() {
+            text.push_str(&format!(
+                "counted live, not modelled (docs/fidelity.md says why): {}\n",
+                missing.join(", ")
+            ));
+        }
     }
-    text.push_str(&kernel_run::notes(&scenario, &host, &live_runs));
+    text.push_str(&kernel_run::notes(&scenario, &host, live_runs));
     text.push_str(
         "live: /proc/vmstat and hugepages-* counters are machine-wide (other processes' faults and \
          allocations count too); swap counters are the run's own, its zram being the only swap; \
@@ -421,6 +550,53 @@ mod tests {
 
     fn rows_len(sim: &RunResult, live: &RunResult) -> usize {
         rows(&scenario(), sim, live).len()
+    }
+
+    #[test]
+    fn several_live_runs_give_the_median_and_range_and_judge_against_both() {
+        let sim = {
+            let mut r = result("v6.18");
+            r.vmstat.insert("pswpout".into(), 130);
+            r.vmstat.insert("pswpin".into(), 50);
+            r
+        };
+        let lives: Vec<RunResult> = [(100, 80), (120, 90), (200, 100)]
+            .into_iter()
+            .map(|(out, inn)| {
+                let mut r = result("live-6.18.1");
+                r.vmstat.insert("pswpout".into(), out);
+                r.vmstat.insert("pswpin".into(), inn);
+                r
+            })
+            .collect();
+        let lives: Vec<&RunResult> = lives.iter().collect();
+        let rows = rows_against(&scenario(), &sim, &lives);
+        let pswpout = rows.iter().find(|r| r.label == "pswpout").unwrap();
+        // median 120, range 100-200: 130 is 8% off the median and inside the range
+        assert_eq!(
+            (pswpout.live, pswpout.live_range),
+            (120.0, Some((100.0, 200.0)))
+        );
+        assert!(pswpout.matches());
+        let pswpin = rows.iter().find(|r| r.label == "pswpin").unwrap();
+        assert_eq!(pswpin.live, 90.0);
+        assert!(
+            !pswpin.matches(),
+            "50 is below 80-100 and 44% off the median"
+        );
+        let d = differences(&rows);
+        assert!(d.contains("outside (sim vs median): pswpin -44.4%"), "{d}");
+        assert!(render("v6.18", "live", &rows).contains("100-200"));
+        // a run alone is compared as before: no range
+        assert_eq!(
+            rows_against(&scenario(), &sim, &lives[..1])[1].live_range,
+            None
+        );
+        // live counters the simulator has no name for are listed
+        let mut extra = result("live-6.18.1");
+        extra.vmstat.insert("zswpout".into(), 3);
+        extra.vmstat.insert("compact_stall".into(), 0);
+        assert_eq!(not_modelled(&sim, &[&extra]), vec!["zswpout"]);
     }
 
     #[test]

@@ -161,7 +161,7 @@ impl Kernel {
 
     /// filemap_alloc_folio for a read (`write` false) or for write_begin (__GFP_WRITE: a
     /// shadow it replaces is not taken for a refault).
-    fn filemap_alloc_folio_for(
+    pub(super) fn filemap_alloc_folio_for(
         &mut self,
         file: FileId,
         index: u32,

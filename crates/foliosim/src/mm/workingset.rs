@@ -378,4 +378,44 @@ ops = [{ op = "sleep", time = "1ms" }]
         // zram swap-in frees the slot (no swap cache kept): the shadow is gone with it.
         assert!(!k.swap[dev as usize].shadows[off as usize].is_some());
     }
+
+    #[test]
+    fn a_page_cache_eviction_leaves_a_shadow_that_a_read_takes_and_a_write_drops() {
+        let mut k = crate::mm::filemap::tests::boot("v6.12", false);
+        let file = k.create_file(crate::mm::filemap::File::new(
+            "f".into(),
+            64 << 10,
+            128,
+            false,
+        ));
+        let gfp = crate::mm::memory::Gfp::USER;
+        for index in 0..16 {
+            k.filemap_alloc_folio(file, index, 0, gfp).unwrap();
+        }
+        // 8 active file pages make the workingset
+        for index in 8..16 {
+            let f = k.files[file as usize].cache[index];
+            k.lruvec_del_folio(f);
+            k.mem.set(f, pg::ACTIVE);
+            k.folio_add_lru(f);
+        }
+        let mut list: Vec<FolioId> = (0..2).map(|i| k.files[file as usize].cache[i]).collect();
+        for &f in &list {
+            k.lruvec_del_folio(f);
+        }
+        let mut sc = ScanControl::new(u64::MAX, false);
+        sc.ignore_references = true;
+        assert_eq!(k.shrink_folio_list(&mut list, &mut sc), 2);
+        assert_eq!(k.files[file as usize].shadows.len(), 2);
+        // 16 slots, none cached at 0-1 but 14 others cached: no leaf node is shadow-only
+        assert_eq!(k.workingset_nodes(), 0);
+        let back = k.filemap_alloc_folio(file, 0, 0, gfp).unwrap();
+        assert_eq!(k.stat.get(Vm::WorkingsetRefaultFile), 1);
+        assert_eq!(k.stat.get(Vm::WorkingsetActivateFile), 1);
+        assert!(k.mem.test(back, pg::ACTIVE));
+        // write_begin's allocation replaces the shadow without a refault
+        k.filemap_alloc_folio_for(file, 1, 0, gfp, true).unwrap();
+        assert_eq!(k.stat.get(Vm::WorkingsetRefaultFile), 1);
+        assert!(k.files[file as usize].shadows.is_empty());
+    }
 }
