@@ -110,6 +110,14 @@ pub fn notes(scenario: &Scenario, host: &live::Host, runs: &[LiveRun]) -> String
             kdamonds.join(", ")
         ));
     }
+    if live::sys::zswap_was_enabled() {
+        text.push_str(
+            "live: zswap has been enabled since boot (\"zswap: loaded\" in the kernel log): from \
+             then on this kernel swaps in no large folio (do_swap_page falls back to order 0 once \
+             zswap was ever enabled), so mTHP swpin rows, and the fragmentation order-0 \
+             swap-ins leave, differ from a fresh boot's\n",
+        );
+    }
     if live::sys::virtio_balloon() {
         text.push_str(
             "live: a virtio balloon is bound: memory freed a while ago may be back with the host, \

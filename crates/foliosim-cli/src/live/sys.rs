@@ -229,6 +229,15 @@ pub fn machine() -> (u32, u64) {
 
 /// kdamond processes running a DAMON `pageout` scheme: they may page out idle memory of any
 /// process to the run's swap device, adding to its swap counters.
+/// Has zswap been enabled at any time since boot? Its first enabling logs "zswap: loaded using
+/// pool"; the kernel keeps no other trace a user can read (zswap_never_enabled is a static key).
+pub fn zswap_was_enabled() -> bool {
+    std::process::Command::new("dmesg")
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).contains("zswap: loaded using pool"))
+        .unwrap_or(false)
+}
+
 pub fn damon_pageout_kdamonds() -> Vec<String> {
     let root = Path::new("/sys/kernel/mm/damon/admin/kdamonds");
     let Ok(kdamonds) = std::fs::read_dir(root) else {

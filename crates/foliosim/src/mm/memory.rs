@@ -536,7 +536,7 @@ impl Kernel {
     }
 
     /// copy_page_range for a private anonymous fork: the child shares every folio and swap entry,
-    /// and both sides lose write access so the next write copies.
+    /// both sides lose write access so the next write copies, and the child's PTEs are old.
     pub fn fork_mm(&mut self, parent: u32, child_owner: u32) -> u32 {
         let memcg = self.mms[parent as usize].memcg;
         let child = self.mm_create(memcg, child_owner);
@@ -567,6 +567,13 @@ impl Kernel {
             }
             for p in ptes.iter_mut() {
                 if pt::is_present(*p) {
+                    // __copy_present_ptes: the child's PTEs start old (and clean in a shared
+                    // mapping), so a folio both map counts as referenced by the child only once
+                    // the child touches it.
+                    *p &= !pt::YOUNG;
+                    if flags & VM_SHARED != 0 {
+                        *p &= !pt::DIRTY;
+                    }
                     let folio = self.mem.head_of(pt::pfn(*p));
                     self.mem.add_mapcount(folio, 1);
                     if self.folio_is_file_lru(folio) {

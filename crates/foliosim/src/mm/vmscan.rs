@@ -452,17 +452,14 @@ impl Kernel {
         }
     }
 
-    fn shrink_active_list(
-        &mut self,
-        lv: usize,
-        file: bool,
-        nr_to_scan: u64,
-        _sc: &mut ScanControl,
-    ) {
+    fn shrink_active_list(&mut self, lv: usize, file: bool, nr_to_scan: u64, sc: &mut ScanControl) {
         let mut list = std::mem::take(&mut self.reclaim_scratch);
         list.clear();
         let scanned = self.isolate_lru_folios(lv, lru_of(file, true), nr_to_scan, &mut list);
-        self.stat.count(Vm::Pgrefill, scanned);
+        // /proc/vmstat's pgrefill counts global reclaim only (a memcg's own is in memory.stat)
+        if !sc.cgroup_reclaim {
+            self.stat.count(Vm::Pgrefill, scanned);
+        }
         let (mut deactivated, mut rotated) = (0, 0);
         for &folio in &list {
             // The references are looked at (and the young bits cleared) but anonymous folios are

@@ -418,4 +418,24 @@ ops = [{ op = "sleep", time = "1ms" }]
         assert_eq!(k.stat.get(Vm::WorkingsetRefaultFile), 1);
         assert!(k.files[file as usize].shadows.is_empty());
     }
+
+    #[test]
+    fn a_forked_child_maps_its_parents_folios_old_so_one_young_mapping_does_not_activate() {
+        let (mut k, mm) = boot("v6.18");
+        let start = populate(&mut k, mm, 4);
+        let child = k.fork_mm(mm, k.current);
+        let young = |k: &Kernel, mm: u32| {
+            let vi = k.mms[mm as usize].find_vma(start).unwrap();
+            k.mms[mm as usize].vmas[vi].ptes[0] & crate::mm::pagetable::YOUNG != 0
+        };
+        assert!(young(&k, mm) && !young(&k, child));
+        // folio_check_references: referenced by one mapping and not PG_referenced: kept on
+        // the inactive list, not activated (a young copy in the child would make two)
+        let folio = folio_at(&k, mm, start);
+        k.lruvec_del_folio(folio);
+        let mut sc = ScanControl::new(u64::MAX, false);
+        assert_eq!(k.shrink_folio_list(&mut vec![folio], &mut sc), 0);
+        assert!(!k.mem.test(folio, pg::ACTIVE));
+        assert_eq!(k.stat.get(Vm::Pgactivate), 0);
+    }
 }
