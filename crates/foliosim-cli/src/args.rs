@@ -147,6 +147,10 @@ pub struct RunArgs {
     /// run the invariant checker (slower)
     #[arg(long)]
     pub check: bool,
+    /// hardware cost profile: a bundled one's name (see `foliosim list`) or a profile file
+    /// (.toml, docs/hardware.md); default: the scenario's [machine] hardware
+    #[arg(long, value_name = "NAME|FILE")]
+    pub hardware: Option<String>,
 }
 
 #[derive(Debug, PartialEq, Args)]
@@ -165,6 +169,10 @@ pub struct ReproduceArgs {
     /// run the invariant checker (slower)
     #[arg(long)]
     pub check: bool,
+    /// hardware cost profile: a bundled one's name (see `foliosim list`) or a profile file
+    /// (.toml, docs/hardware.md); default: the scenario's [machine] hardware
+    #[arg(long, value_name = "NAME|FILE")]
+    pub hardware: Option<String>,
 }
 
 impl ReproduceArgs {
@@ -202,6 +210,10 @@ pub struct ValidateArgs {
     /// the simulator's kernel profile (default: the one matching the running kernel)
     #[arg(long, value_name = "P")]
     pub profile: Option<String>,
+    /// hardware cost profile: a bundled one's name (see `foliosim list`) or a profile file
+    /// (.toml, docs/hardware.md); default: the scenario's [machine] hardware
+    #[arg(long, value_name = "NAME|FILE")]
+    pub hardware: Option<String>,
 }
 
 fn parse_seed(value: &str) -> Result<u64, String> {
@@ -250,6 +262,26 @@ mod tests {
         assert_eq!(r.seed, 7);
         assert_eq!(r.json, Some(PathBuf::from("out.json")));
         assert!(r.check);
+        assert_eq!(r.hardware, None);
+    }
+
+    #[test]
+    fn hardware_on_run_reproduce_and_validate() {
+        let Ok(Command::Run(r)) = parse("run s.toml --hardware my.toml") else {
+            panic!()
+        };
+        assert_eq!(r.hardware.as_deref(), Some("my.toml"));
+        let Ok(Command::Reproduce(r)) = parse("reproduce --hardware=arm64-altra") else {
+            panic!()
+        };
+        assert_eq!(r.hardware.as_deref(), Some("arm64-altra"));
+        let Ok(Command::Validate(v)) = parse("validate s.toml --hardware m.toml") else {
+            panic!()
+        };
+        assert_eq!(v.hardware.as_deref(), Some("m.toml"));
+        // kernel-run plays the live kernel only: no simulated hardware
+        assert!(usage_error("kernel-run s.toml --hardware m.toml"));
+        assert!(usage_error("run s.toml --hardware"));
     }
 
     #[test]
