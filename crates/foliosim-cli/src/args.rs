@@ -151,6 +151,9 @@ pub struct RunArgs {
     /// (.toml, docs/hardware.md); default: the scenario's [machine] hardware
     #[arg(long, value_name = "NAME|FILE")]
     pub hardware: Option<String>,
+    /// after the table, each task's time by mechanism with the profile costs behind it
+    #[arg(long)]
+    pub explain_time: bool,
 }
 
 #[derive(Debug, PartialEq, Args)]
@@ -263,6 +266,7 @@ mod tests {
         assert_eq!(r.json, Some(PathBuf::from("out.json")));
         assert!(r.check);
         assert_eq!(r.hardware, None);
+        assert!(!r.explain_time);
     }
 
     #[test]

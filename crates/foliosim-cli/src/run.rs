@@ -17,6 +17,9 @@ pub fn run(args: &RunArgs) -> Result<(), Failure> {
     }
     let mut text = header(&scenario, args.seed, &sets, args.hardware.as_deref());
     text.push_str(&table::render(&table::comparison(&scenario, &runs)));
+    if args.explain_time {
+        text.push_str(&crate::explain_time::render(&runs, &scenario.machine.hw));
+    }
     crate::print_stdout(&text);
     Ok(())
 }

@@ -295,6 +295,53 @@ fn a_profile_file_runs_like_the_bundled_profile_it_copies() {
 }
 
 #[test]
+fn explain_time_prints_each_tasks_time_by_mechanism_with_its_costs() {
+    let dir = TempDir::new("explain");
+    let scenario = dir.write("s.toml", SCENARIO);
+    edited(&dir, "slow.toml", "value = 470\n", "value = 4700\n");
+    let out = foliosim()
+        .arg("run")
+        .arg(&scenario)
+        .args(["--hardware", "slow.toml", "--explain-time"])
+        .current_dir(&dir.0)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    // one table per task, each naming the hardware
+    assert_eq!(stdout.matches("v6.12  task usemem").count(), 2, "{stdout}");
+    assert_eq!(
+        stdout.matches("(hardware x86-server)").count(),
+        2,
+        "{stdout}"
+    );
+    let zeroing: Vec<&str> = stdout
+        .lines()
+        .filter(|l| l.trim_start().starts_with("zeroing "))
+        .collect();
+    assert_eq!(zeroing.len(), 2, "{stdout}");
+    assert!(
+        zeroing[0].ends_with("zero_page_ns 4700, pte_update_ns 15"),
+        "{stdout}"
+    );
+    // the run swaps to brd: its block I/O shows; no zram, so no compression
+    assert!(stdout.contains("  block_io "), "{stdout}");
+    assert!(!stdout.contains("  compression "), "{stdout}");
+    // the shares of a task's user + sys add up to about 100 %
+    let shares: f64 = stdout
+        .split("\n\n")
+        .nth(2)
+        .unwrap()
+        .lines()
+        .filter_map(|l| l.split_whitespace().nth(2)?.parse::<f64>().ok())
+        .sum();
+    assert!((shares - 100.0).abs() < 0.5, "{shares}: {stdout}");
+    // without the flag, no tables
+    let plain = foliosim().arg("run").arg(&scenario).output().unwrap();
+    assert!(!String::from_utf8_lossy(&plain.stdout).contains("profile costs"));
+}
+
+#[test]
 fn list_shows_the_bundled_profiles() {
     let out = foliosim().arg("list").current_dir("/").output().unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
