@@ -74,6 +74,10 @@ def test_frames_hold_the_documents_values():
     assert tasks["name"].tolist()[:4] == [t["name"] for t in runs[0]["tasks"]]
     # args.size scaled every task: a quarter of the bytes the bundled 512M writes (603979776)
     assert tasks["bytes"].eq(603979776 // 4).all()
+    # the time breakdown as columns: all but the CPU wait add up to user + sys
+    time_columns = [c for c in tasks.columns if c.startswith("time_") and c != "time_cpu_wait_ns"]
+    assert "time_zeroing_ns" in time_columns and "time_breakdown_ns" not in tasks.columns
+    assert (tasks[time_columns].sum(axis=1) == tasks["user_ns"] + tasks["sys_ns"]).all()
 
     series = result.series
     assert len(series) == sum(len(r["series"]["t_ns"]) for r in runs)
