@@ -20,7 +20,7 @@ use super::folio::{content, pg, FolioId};
 use super::pagetable::{self as pt};
 use super::vma::{HPAGE_PMD_NR, VM_HUGEPAGE, VM_NOHUGEPAGE, VM_SHARED};
 use super::vmstat::{Memcg, Mthp, Vm};
-use super::Kernel;
+use super::{Kernel, TimeKind};
 use crate::scenario::knobs::{ThpDefrag, ThpEnabled, PMD_ORDER};
 
 /// The task was chosen by the OOM killer while faulting.
@@ -66,7 +66,7 @@ impl Kernel {
         let pte = self.mms[mm as usize].vmas[vi].ptes[idx];
         let (huge, cont) = (pte & pt::PMD != 0, pte & pt::CONT != 0);
         let walk_ns = self.tlb_access(mm, vpn, huge, cont, write);
-        self.spend(super::TimeKind::TlbMiss, walk_ns);
+        self.spend(TimeKind::TlbMiss, walk_ns);
         let pte = &mut self.mms[mm as usize].vmas[vi].ptes[idx];
         if pt::is_present(*pte) {
             *pte |= pt::YOUNG;
@@ -89,7 +89,7 @@ impl Kernel {
         self.stat.count(Vm::Pgfault, 1);
         let memcg = self.mms[mm as usize].memcg;
         self.memcgs[memcg as usize].count(Memcg::Pgfault, 1);
-        self.spend(super::TimeKind::FaultEntry, self.hw.fault_entry_ns);
+        self.spend(TimeKind::FaultEntry, self.hw.fault_entry_ns);
         let idx = (vpn - self.mms[mm as usize].vmas[vi].start) as usize;
         let pte = self.mms[mm as usize].vmas[vi].ptes[idx];
         if pt::is_present(pte) && pte & pt::PROTNONE != 0 {
@@ -110,7 +110,7 @@ impl Kernel {
         } else {
             // A read of never-written anonymous memory maps the shared zero page.
             self.mms[mm as usize].vmas[vi].ptes[idx] = pt::ZERO_PAGE;
-            self.spend(super::TimeKind::PteUpdate, self.hw.pte_update_ns);
+            self.spend(TimeKind::PteUpdate, self.hw.pte_update_ns);
             Ok(())
         }
     }
@@ -278,7 +278,7 @@ impl Kernel {
         self.mms[mm as usize].rss_anon += nr as u64;
         self.mem.add_mapcount(folio, nr as i32);
         self.spend(
-            super::TimeKind::Zeroing,
+            TimeKind::Zeroing,
             nr as u64 * self.hw.zero_page_ns
                 + if pmd {
                     self.hw.pte_update_ns
@@ -390,10 +390,7 @@ impl Kernel {
         self.mms[mm as usize].rss_anon += nr as u64;
         self.mm_add_swapents(mm, -(nr as i64));
         self.mem.add_mapcount(folio, nr as i32);
-        self.spend(
-            super::TimeKind::PteUpdate,
-            nr as u64 * self.hw.pte_update_ns,
-        );
+        self.spend(TimeKind::PteUpdate, nr as u64 * self.hw.pte_update_ns);
         for i in 0..nr {
             self.swap_free(dev, base_off + i);
         }
@@ -469,7 +466,7 @@ impl Kernel {
                 for p in &mut self.mms[mm as usize].vmas[vi].ptes[first..first + nr] {
                     *p |= pt::WRITE | pt::DIRTY;
                 }
-                self.spend(super::TimeKind::PteUpdate, self.hw.pte_update_ns);
+                self.spend(TimeKind::PteUpdate, self.hw.pte_update_ns);
                 return Ok(());
             }
             self.split_huge_pmd(mm, vi, old);
@@ -481,13 +478,13 @@ impl Kernel {
             // wp_page_shared: page_mkwrite dirties the folio, then the PTE is reused writable.
             self.folio_mark_dirty(old);
             self.mms[mm as usize].vmas[vi].ptes[idx] |= pt::WRITE | pt::DIRTY;
-            self.spend(super::TimeKind::PteUpdate, self.hw.pte_update_ns);
+            self.spend(TimeKind::PteUpdate, self.hw.pte_update_ns);
             return Ok(());
         }
         if !file && self.mem.mapcount(old) == 1 && !self.mem.test(old, pg::SWAPCACHE) {
             // Only we map it: reuse in place.
             self.mms[mm as usize].vmas[vi].ptes[idx] |= pt::WRITE | pt::DIRTY;
-            self.spend(super::TimeKind::PteUpdate, self.hw.pte_update_ns);
+            self.spend(TimeKind::PteUpdate, self.hw.pte_update_ns);
             return Ok(());
         }
         let memcg = self.mms[mm as usize].memcg;
@@ -525,7 +522,7 @@ impl Kernel {
         self.mem.add_mapcount(pfn, 1);
         self.folio_add_lru(pfn);
         self.spend(
-            super::TimeKind::Copying,
+            TimeKind::Copying,
             self.hw.copy_page_ns + self.hw.pte_update_ns,
         );
         self.flush_tlb_mm_range(mm, vpn, 1, false);
@@ -598,7 +595,7 @@ impl Kernel {
             }
         }
         self.mms[child as usize].next_vpn = self.mms[parent as usize].next_vpn;
-        self.spend(super::TimeKind::PteUpdate, copied * self.hw.pte_update_ns);
+        self.spend(TimeKind::PteUpdate, copied * self.hw.pte_update_ns);
         self.flush_tlb_mm(parent);
         child
     }
@@ -673,14 +670,14 @@ impl Kernel {
         let page = folio + (v.linear_page_index(vpn) - self.mem.index(folio));
         self.mem.pages[pfn as usize].content = self.mem.pages[page as usize].content;
         self.mem.set(pfn, pg::SWAPBACKED);
-        self.spend(super::TimeKind::Copying, self.hw.copy_page_ns);
+        self.spend(TimeKind::Copying, self.hw.copy_page_ns);
         // finish_fault with the copy: set_pte_range's anonymous branch.
         self.mms[mm as usize].vmas[vi].ptes[idx] =
             pt::mk_present(pfn, pt::WRITE | pt::DIRTY | pt::YOUNG);
         self.mms[mm as usize].rss_anon += 1;
         self.mem.add_mapcount(pfn, 1);
         self.folio_add_lru(pfn);
-        self.spend(super::TimeKind::PteUpdate, self.hw.pte_update_ns);
+        self.spend(TimeKind::PteUpdate, self.hw.pte_update_ns);
         Ok(())
     }
 
@@ -722,10 +719,7 @@ impl Kernel {
         self.arch_set_ptes(mm, vi, from, nr as usize);
         self.mms[mm as usize].rss_file += nr as u64;
         self.mem.add_mapcount(folio, nr as i32);
-        self.spend(
-            super::TimeKind::PteUpdate,
-            nr as u64 * self.hw.pte_update_ns,
-        );
+        self.spend(TimeKind::PteUpdate, nr as u64 * self.hw.pte_update_ns);
     }
 
     /// do_set_pmd: maps a PMD-sized page-cache folio with one PMD when its file range lines up
@@ -764,7 +758,7 @@ impl Kernel {
         }
         self.mms[mm as usize].rss_file += HPAGE_PMD_NR as u64;
         self.mem.add_mapcount(folio, HPAGE_PMD_NR as i32);
-        self.spend(super::TimeKind::PteUpdate, self.hw.pte_update_ns);
+        self.spend(TimeKind::PteUpdate, self.hw.pte_update_ns);
         true
     }
 }
