@@ -74,6 +74,10 @@ def test_frames_hold_the_documents_values():
     assert tasks["name"].tolist()[:4] == [t["name"] for t in runs[0]["tasks"]]
     # args.size scaled every task: a quarter of the bytes the bundled 512M writes (603979776)
     assert tasks["bytes"].eq(603979776 // 4).all()
+    # the time breakdown as columns: all but the CPU wait add up to user + sys
+    time_columns = [c for c in tasks.columns if c.startswith("time_") and c != "time_cpu_wait_ns"]
+    assert "time_zeroing_ns" in time_columns and "time_breakdown_ns" not in tasks.columns
+    assert (tasks[time_columns].sum(axis=1) == tasks["user_ns"] + tasks["sys_ns"]).all()
 
     series = result.series
     assert len(series) == sum(len(r["series"]["t_ns"]) for r in runs)
@@ -164,3 +168,28 @@ def test_report_is_the_clis_page(cli, tmp_path):
     page = (tmp_path / "py.html").read_bytes()
     assert page == (tmp_path / "cli.html").read_bytes()
     assert page.count(b"<svg") >= 2
+
+
+def test_a_hardware_profile_file_runs_like_the_cli(cli, tmp_path):
+    mine = tmp_path / "mine.toml"
+    text = (REPO / "profiles" / "x86-server.toml").read_text()
+    mine.write_text(text.replace("value = 470\n", "value = 940\n", 1))
+    out = tmp_path / "cli.json"
+    args = ["--profile", "v6.12", "--variant", "64K", "--set", "bench/memory.max=200M"]
+    done = cli("run", "usemem-small", *args, "--hardware", str(mine), "--json", str(out))
+    assert done.returncode == 0, done.stderr
+    scenario = foliosim.Scenario.load("usemem-small")
+    kwargs = dict(profiles="v6.12", variants="64K", set=SMALL_SET)
+    result = scenario.run(**kwargs, hardware=str(mine))
+    assert result.to_json().encode() == out.read_bytes()
+    # the bundled profile by name is the default; the doubled zeroing cost is slower
+    default = scenario.run(**kwargs, hardware="x86-server")
+    assert default.to_json() == scenario.run(**kwargs).to_json()
+    assert result.runs[0]["sim_time_ns"] > default.runs[0]["sim_time_ns"]
+
+    mine.write_text(text.replace("value = 470\n", "value = -1\n", 1))
+    with pytest.raises(foliosim.InputError) as caught:
+        scenario.run(**kwargs, hardware=str(mine))
+    assert caught.value.key == "cost.zero_page_ns.value"
+    assert caught.value.file == str(mine)
+    assert str(caught.value) == cli_message(cli("run", "usemem-small", "--hardware", str(mine)))

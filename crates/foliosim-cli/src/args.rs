@@ -147,6 +147,13 @@ pub struct RunArgs {
     /// run the invariant checker (slower)
     #[arg(long)]
     pub check: bool,
+    /// hardware cost profile: a bundled one's name (see `foliosim list`) or a profile file
+    /// (.toml, docs/hardware.md); default: the scenario's [machine] hardware
+    #[arg(long, value_name = "NAME|FILE")]
+    pub hardware: Option<String>,
+    /// after the table, each task's time by mechanism with the profile costs behind it
+    #[arg(long)]
+    pub explain_time: bool,
 }
 
 #[derive(Debug, PartialEq, Args)]
@@ -165,6 +172,10 @@ pub struct ReproduceArgs {
     /// run the invariant checker (slower)
     #[arg(long)]
     pub check: bool,
+    /// hardware cost profile: a bundled one's name (see `foliosim list`) or a profile file
+    /// (.toml, docs/hardware.md); default: the scenario's [machine] hardware
+    #[arg(long, value_name = "NAME|FILE")]
+    pub hardware: Option<String>,
 }
 
 impl ReproduceArgs {
@@ -205,6 +216,10 @@ pub struct ValidateArgs {
     /// live runs of each variant: the table shows their median and min-max
     #[arg(long = "live-runs", value_name = "N", default_value_t = 1, value_parser = parse_positive)]
     pub live_runs: u64,
+    /// hardware cost profile: a bundled one's name (see `foliosim list`) or a profile file
+    /// (.toml, docs/hardware.md); default: the scenario's [machine] hardware
+    #[arg(long, value_name = "NAME|FILE")]
+    pub hardware: Option<String>,
 }
 
 fn parse_seed(value: &str) -> Result<u64, String> {
@@ -253,6 +268,27 @@ mod tests {
         assert_eq!(r.seed, 7);
         assert_eq!(r.json, Some(PathBuf::from("out.json")));
         assert!(r.check);
+        assert_eq!(r.hardware, None);
+        assert!(!r.explain_time);
+    }
+
+    #[test]
+    fn hardware_on_run_reproduce_and_validate() {
+        let Ok(Command::Run(r)) = parse("run s.toml --hardware my.toml") else {
+            panic!()
+        };
+        assert_eq!(r.hardware.as_deref(), Some("my.toml"));
+        let Ok(Command::Reproduce(r)) = parse("reproduce --hardware=arm64-altra") else {
+            panic!()
+        };
+        assert_eq!(r.hardware.as_deref(), Some("arm64-altra"));
+        let Ok(Command::Validate(v)) = parse("validate s.toml --hardware m.toml") else {
+            panic!()
+        };
+        assert_eq!(v.hardware.as_deref(), Some("m.toml"));
+        // kernel-run plays the live kernel only: no simulated hardware
+        assert!(usage_error("kernel-run s.toml --hardware m.toml"));
+        assert!(usage_error("run s.toml --hardware"));
     }
 
     #[test]

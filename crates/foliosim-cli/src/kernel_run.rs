@@ -189,7 +189,7 @@ pub fn kernel_run(args: &LiveArgs) -> Result<(), Failure> {
         output::write_atomically(json, &document)?;
     }
     let results: Vec<RunResult> = runs.iter().map(|r| r.result.clone()).collect();
-    let mut text = header(&scenario, args.seed, &[]);
+    let mut text = header(&scenario, args.seed, &[], None);
     let mut comparison = table::comparison(&scenario, &results);
     // a live run's time is wall-clock time
     if let Some(first) = comparison.rows.first_mut() {

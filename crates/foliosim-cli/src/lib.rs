@@ -7,6 +7,7 @@
 
 pub mod args;
 pub mod dry_run;
+mod explain_time;
 mod kernel_run;
 mod list;
 mod live;

@@ -35,11 +35,23 @@ pub fn list() {
         .collect();
     push_aligned(&mut text, &features);
 
-    text.push_str("\nhardware profiles ([machine] hardware):\n");
-    text.push_str(&format!(
-        "  {}\n",
-        parse::hardware_profile_names().join("  ")
-    ));
+    text.push_str(
+        "\nhardware profiles ([machine] hardware or --hardware; or a .toml file, see \
+         docs/hardware.md):\n",
+    );
+    let hardware: Vec<(String, String)> = parse::hardware_profile_names()
+        .into_iter()
+        .filter_map(|name| {
+            let profile = foliosim::machine::hw::profile(&name)?;
+            let about = format!(
+                "{} ({})",
+                profile.costs.description,
+                profile.costs.arch.name()
+            );
+            Some((name, about))
+        })
+        .collect();
+    push_aligned(&mut text, &hardware);
 
     text.push_str("\nknobs (--set PATH=VALUE, or [knobs] in a scenario):\n");
     push_aligned(&mut text, &knob_table());

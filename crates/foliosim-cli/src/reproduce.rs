@@ -82,7 +82,10 @@ pub fn plan(args: &ReproduceArgs, load: &Loader) -> Result<Vec<(Scenario, Vec<Ru
     }
     let mut planned = Vec::new();
     for path in &files {
-        let scenario = load(path)?;
+        let mut scenario = load(path)?;
+        if let Some(hardware) = &args.hardware {
+            scenario.set_hardware(hardware)?;
+        }
         let specs = resolve_all(
             &scenario,
             &scenario.profiles,
@@ -113,7 +116,7 @@ pub fn reproduce(args: &ReproduceArgs) -> Result<(), Failure> {
         if !text.is_empty() {
             text.push('\n');
         }
-        text.push_str(&header(scenario, args.seed, &[]));
+        text.push_str(&header(scenario, args.seed, &[], args.hardware.as_deref()));
         text.push_str(&table::render(&table::comparison(scenario, &runs)));
         text.push_str(&published_table(scenario, &runs)?);
     }

@@ -15,8 +15,11 @@ pub fn run(args: &RunArgs) -> Result<(), Failure> {
             output::document(&scenario, &runs).map_err(|m| crate::json_error(json, m))?;
         output::write_atomically(json, &document)?;
     }
-    let mut text = header(&scenario, args.seed, &sets);
+    let mut text = header(&scenario, args.seed, &sets, args.hardware.as_deref());
     text.push_str(&table::render(&table::comparison(&scenario, &runs)));
+    if args.explain_time {
+        text.push_str(&crate::explain_time::render(&runs, &scenario.machine.hw));
+    }
     crate::print_stdout(&text);
     Ok(())
 }
@@ -25,7 +28,10 @@ pub fn run(args: &RunArgs) -> Result<(), Failure> {
 /// before the first (possibly long) run starts. `load` reads the scenario file the argument
 /// names (the argument fuzzer reads only bundled ones).
 pub fn plan(args: &RunArgs, load: &Loader) -> Result<Planned, Failure> {
-    let scenario = load(&scenarios::find("run", &args.scenario)?)?;
+    let mut scenario = load(&scenarios::find("run", &args.scenario)?)?;
+    if let Some(hardware) = &args.hardware {
+        scenario.set_hardware(hardware)?;
+    }
     let profiles = if args.profiles.is_empty() {
         scenario.profiles.clone()
     } else {
@@ -191,8 +197,14 @@ pub fn run_all(scenario: &Scenario, specs: &[RunSpec]) -> Result<Vec<RunResult>,
     Ok(runs)
 }
 
-/// `foliosim 0.1.0  scenario usemem-small  seed 1` (and the overrides, if any).
-pub fn header(scenario: &Scenario, seed: u64, sets: &[(String, String)]) -> String {
+/// `foliosim 0.1.0  scenario usemem-small  seed 1` (and the overrides, if any: `--set`s and
+/// `--hardware`).
+pub fn header(
+    scenario: &Scenario,
+    seed: u64,
+    sets: &[(String, String)],
+    hardware: Option<&str>,
+) -> String {
     let mut line = format!(
         "foliosim {}  scenario {}  seed {seed}",
         foliosim::VERSION,
@@ -201,6 +213,12 @@ pub fn header(scenario: &Scenario, seed: u64, sets: &[(String, String)]) -> Stri
     if !sets.is_empty() {
         let sets: Vec<String> = sets.iter().map(|(p, v)| format!("{p}={v}")).collect();
         line.push_str(&format!("  set {}", sets.join(" ")));
+    }
+    if let Some(hardware) = hardware {
+        line.push_str(&format!(
+            "  hardware {} ({hardware})",
+            scenario.machine.hw.costs.name
+        ));
     }
     line.push_str("\n\n");
     line

@@ -385,7 +385,10 @@ pub fn plan(
     load: &Loader,
 ) -> Result<(Scenario, String, Vec<RunSpec>), Failure> {
     let args = &validate_args.live;
-    let scenario = load(&scenarios::find("validate", &args.scenario)?)?;
+    let mut scenario = load(&scenarios::find("validate", &args.scenario)?)?;
+    if let Some(hardware) = &validate_args.hardware {
+        scenario.set_hardware(hardware)?;
+    }
     let profile = match &validate_args.profile {
         Some(p) => p.clone(),
         None => kernel_run::kernel_profile()?,
@@ -426,10 +429,11 @@ pub fn validate(validate_args: &ValidateArgs) -> Result<(), Failure> {
         output::write_atomically(json, &document)?;
     }
     let mut text = format!(
-        "foliosim {}  scenario {}  seed {}  simulated {profile} vs live {} (kernel {})\n",
+        "foliosim {}  scenario {}  seed {}  simulated {profile} on {} vs live {} (kernel {})\n",
         foliosim::VERSION,
         scenario.name,
         args.seed,
+        scenario.machine.hw.costs.name,
         host.profile(),
         host.release
     );

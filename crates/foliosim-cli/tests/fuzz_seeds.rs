@@ -95,6 +95,22 @@ fn the_argv_target_refuses_special_json_paths_and_reads_no_other_scenario() {
         message.contains("the dry run reads no other file"),
         "{message}"
     );
+    // --hardware: a bundled name, or a .toml path read only if it is a regular file
+    assert_eq!(
+        argv("run usemem-small --hardware arm64-altra"),
+        Argv::Accepted
+    );
+    for (path, needle) in [
+        ("/dev/zero", "expected a bundled hardware profile"),
+        ("/dev/zero.toml", "cannot read"),
+        ("/", "expected a bundled hardware profile"),
+        ("/nonexistent/x.toml", "cannot read"),
+    ] {
+        let Argv::Refused(message) = argv(&format!("run usemem-small --hardware {path}")) else {
+            panic!("{path} accepted")
+        };
+        assert!(message.contains(needle), "{message}");
+    }
     // a bad --set, --variant or --profile is found before any run
     for (args, needle) in [
         ("--set nope", "--set"),

@@ -143,9 +143,10 @@ impl NativeScenario {
     }
 
     /// Runs every profile x variant (the scenario's own when None) with the `PATH=VALUE`
-    /// overrides, as `foliosim run` does, on up to `threads` threads, without the GIL.
+    /// overrides, as `foliosim run` does, on up to `threads` threads, without the GIL; on the
+    /// hardware profile `hardware` names (a bundled name or a .toml file) if given.
     /// Returns the `--json` document (without its final newline).
-    #[pyo3(signature = (profiles, variants, sets, seed, check=false, threads=None))]
+    #[pyo3(signature = (profiles, variants, sets, seed, check=false, threads=None, hardware=None))]
     fn run(
         &self,
         py: Python<'_>,
@@ -155,8 +156,15 @@ impl NativeScenario {
         seed: u64,
         check: bool,
         threads: Option<usize>,
+        hardware: Option<String>,
     ) -> PyResult<String> {
-        let scenario = &self.scenario;
+        let mut scenario = self.scenario.clone();
+        if let Some(hardware) = &hardware {
+            scenario
+                .set_hardware(hardware)
+                .map_err(|e| input_error(&e))?;
+        }
+        let scenario = &scenario;
         let specs = resolve_all(scenario, profiles, variants, &sets, seed, check)
             .map_err(|e| input_error(&e))?;
         let outcome = py.detach(|| {

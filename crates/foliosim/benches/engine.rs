@@ -58,6 +58,7 @@ fn spec(resident_touches: u64) -> RunSpec {
         description: String::new(),
         machine: MachineSpec {
             hardware: "x86-server".into(),
+            hw: foliosim::machine::hw::profile("x86-server").unwrap(),
             nodes: vec![NodeSpec {
                 memory_bytes: MACHINE_BYTES,
                 cpus: 1,

@@ -127,6 +127,11 @@ impl Scheduled for Driver<'_, '_> {
         k.current_cpu = cpu;
         k.switch_to(cpu, t);
         k.clock_ns = clock.max(k.cpus[cpu as usize].busy.busy_until_ns);
+        // runnable since `clock`, the task waited for its CPU until now
+        let waited_ns = k.clock_ns - clock;
+        k.tasks[t as usize]
+            .time
+            .add(crate::mm::TimeKind::CpuWait, waited_ns);
         let quantum_end_ns = k.clock_ns + self.quantum_ns;
         k.task_tick(t);
         let cpu_end = match k.run_kernel_thread(t, quantum_end_ns) {

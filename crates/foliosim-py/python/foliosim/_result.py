@@ -6,7 +6,8 @@ and `seed`, then:
 - `mthp`: one row per (run, mTHP size): `size` ("64kB") and the size's counters;
 - `memcg`: one row per (run, cgroup): `cgroup` and its counters;
 - `zram`: one row per (run, zram device): `device` and its mm_stat fields;
-- `tasks`: one row per (run, task): the task's fields (`name`, `exit_ns`, ...);
+- `tasks`: one row per (run, task): the task's fields (`name`, `exit_ns`, ...), its
+  `time_breakdown_ns` as one column per category (`time_zeroing_ns`, ...; docs/hardware.md);
 - `iterations`: one row per (run, iteration): `iteration` (from 1) and the generator's fields;
 - `series`: one row per (run, sample): `t_ns` and the sampled counters.
 """
@@ -40,6 +41,14 @@ def _write_atomically(path, text: str) -> None:
     except BaseException:
         os.unlink(temporary)
         raise
+
+
+def _task_row(task: dict) -> dict:
+    """A task's fields, its time breakdown flattened to `time_<category>_ns` columns."""
+    row = {k: v for k, v in task.items() if k != "time_breakdown_ns"}
+    for kind, ns in task.get("time_breakdown_ns", {}).items():
+        row[f"time_{kind}_ns"] = ns
+    return row
 
 
 class Result:
@@ -98,7 +107,7 @@ class Result:
 
     @cached_property
     def tasks(self) -> pd.DataFrame:
-        return self._frame(lambda r: r["tasks"])
+        return self._frame(lambda r: [_task_row(t) for t in r["tasks"]])
 
     @cached_property
     def iterations(self) -> pd.DataFrame:

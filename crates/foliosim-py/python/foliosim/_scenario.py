@@ -72,13 +72,21 @@ class Scenario:
         seed: int = 1,
         check: bool = False,
         threads: Optional[int] = None,
+        hardware: Optional[str] = None,
     ) -> Result:
         """Every profile x variant (the scenario's own when None), with knob overrides
         (`{"/proc/sys/vm/swappiness": 100, "bench/memory.max": "470M"}`), like
         `foliosim run --profile ... --variant ... --set PATH=VALUE --seed N`. Runs on up to
-        `threads` threads (default: every core) with the GIL released."""
+        `threads` threads (default: every core) with the GIL released. `hardware` names a
+        bundled hardware profile or a profile .toml file (docs/hardware.md), like `--hardware`."""
         document = self._native.run(
-            _names(profiles), _names(variants), set_arguments(set), int(seed), check, threads
+            _names(profiles),
+            _names(variants),
+            set_arguments(set),
+            int(seed),
+            check,
+            threads,
+            None if hardware is None else str(hardware),
         )
         return Result(document)
 

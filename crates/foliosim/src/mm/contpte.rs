@@ -129,7 +129,10 @@ impl Kernel {
             *p = if cont { *p | pt::CONT } else { *p & !pt::CONT } | gathered;
         }
         let vpn = v.start + first as u32;
-        self.charge_time(CONT_PTES as u64 * self.hw.pte_update_ns);
+        self.spend(
+            super::TimeKind::PteUpdate,
+            CONT_PTES as u64 * self.hw.pte_update_ns,
+        );
         self.flush_tlb_mm_range(mm, vpn, CONT_PTES as u64, false);
     }
 

@@ -235,7 +235,7 @@ impl Kernel {
     pub fn blk_submit(&mut self, file: FileId, pages: u64, latency_ns: u64) -> u64 {
         let transfer_ns = pages * PAGE_SIZE * 1_000_000_000 / self.hw.ssd_bandwidth_bytes_per_s;
         let now = self.clock_ns;
-        self.charge_time(self.hw.block_io_overhead_ns);
+        self.spend(super::TimeKind::BlockIo, self.hw.block_io_overhead_ns);
         let f = &mut self.files[file as usize];
         let done = (now + latency_ns).max(f.io_busy_until_ns) + transfer_ns;
         f.io_busy_until_ns = done;
@@ -272,7 +272,7 @@ impl Kernel {
             .unwrap_or(0);
         f.io_pending.retain(|&(_, _, d)| d > now.max(done));
         if done > now {
-            self.clock_ns = done;
+            self.wait_until(super::TimeKind::IoWait, done);
         }
     }
 }
@@ -316,7 +316,7 @@ impl Kernel {
                 st.call_end = (st.pos + req.buffer_bytes.max(1)).min(st.end);
                 st.last_pos = ra.prev_pos;
                 st.first_in_call = true;
-                self.charge_time(self.hw.fault_entry_ns);
+                self.spend(super::TimeKind::FaultEntry, self.hw.fault_entry_ns);
             }
             let index = (st.pos / PAGE_SIZE) as u32;
             let last_index = ((st.call_end - 1) / PAGE_SIZE) as u32;
@@ -398,7 +398,7 @@ impl Kernel {
         let bytes = to - pos;
         let node = self.pfn_node(folio);
         let per_page = self.hw.copy_page_ns + self.node_latency_ns(node);
-        self.charge_time(bytes * per_page / PAGE_SIZE);
+        self.spend(super::TimeKind::Copying, bytes * per_page / PAGE_SIZE);
         self.tasks[t as usize].touches += bytes.div_ceil(PAGE_SIZE);
         to
     }
@@ -463,7 +463,7 @@ impl Kernel {
             if st.pos == st.call_end {
                 // A new write() call.
                 st.call_end = (st.pos + req.buffer_bytes.max(1)).min(st.end);
-                self.charge_time(self.hw.fault_entry_ns);
+                self.spend(super::TimeKind::FaultEntry, self.hw.fault_entry_ns);
             }
             // Each folio starts with balance_dirty_pages_ratelimited, or with balance_dirty_pages
             // itself while its loop goes on after a pause at the limit.

@@ -275,7 +275,8 @@ impl Kernel {
         } else {
             list.extend((1..nr).filter(|i| !dropped.contains(i)).map(|i| folio + i));
         }
-        self.charge_time(
+        self.spend(
+            super::TimeKind::Split,
             nr as u64 * self.hw.split_subpage_ns + pte_updates * self.hw.pte_update_ns,
         );
         if self.generation().counts_per_size_split() {

@@ -108,7 +108,7 @@ impl Kernel {
     /// mem_cgroup_charge: Err when the charge failed (the caller falls back or fails the fault).
     pub fn mem_cgroup_charge(&mut self, folio: FolioId, memcg: u16, gfp: Gfp) -> Result<(), ()> {
         let nr = self.mem.nr_pages(folio) as u64;
-        self.charge_time(self.hw.memcg_charge_ns);
+        self.spend(super::TimeKind::MemcgCharge, self.hw.memcg_charge_ns);
         if memcg == 0 {
             self.memcgs[0].usage_pages += nr;
             return Ok(());

@@ -20,7 +20,7 @@ use super::folio::{content, pg, FolioId};
 use super::pagetable::{self as pt};
 use super::vma::{HPAGE_PMD_NR, VM_HUGEPAGE, VM_NOHUGEPAGE, VM_SHARED};
 use super::vmstat::{Memcg, Mthp, Vm};
-use super::Kernel;
+use super::{Kernel, TimeKind};
 use crate::scenario::knobs::{ThpDefrag, ThpEnabled, PMD_ORDER};
 
 /// The task was chosen by the OOM killer while faulting.
@@ -65,7 +65,8 @@ impl Kernel {
         }
         let pte = self.mms[mm as usize].vmas[vi].ptes[idx];
         let (huge, cont) = (pte & pt::PMD != 0, pte & pt::CONT != 0);
-        self.clock_ns += self.tlb_access(mm, vpn, huge, cont, write);
+        let walk_ns = self.tlb_access(mm, vpn, huge, cont, write);
+        self.spend(TimeKind::TlbMiss, walk_ns);
         let pte = &mut self.mms[mm as usize].vmas[vi].ptes[idx];
         if pt::is_present(*pte) {
             *pte |= pt::YOUNG;
@@ -88,7 +89,7 @@ impl Kernel {
         self.stat.count(Vm::Pgfault, 1);
         let memcg = self.mms[mm as usize].memcg;
         self.memcgs[memcg as usize].count(Memcg::Pgfault, 1);
-        self.charge_time(self.hw.fault_entry_ns);
+        self.spend(TimeKind::FaultEntry, self.hw.fault_entry_ns);
         let idx = (vpn - self.mms[mm as usize].vmas[vi].start) as usize;
         let pte = self.mms[mm as usize].vmas[vi].ptes[idx];
         if pt::is_present(pte) && pte & pt::PROTNONE != 0 {
@@ -109,7 +110,7 @@ impl Kernel {
         } else {
             // A read of never-written anonymous memory maps the shared zero page.
             self.mms[mm as usize].vmas[vi].ptes[idx] = pt::ZERO_PAGE;
-            self.charge_time(self.hw.pte_update_ns);
+            self.spend(TimeKind::PteUpdate, self.hw.pte_update_ns);
             Ok(())
         }
     }
@@ -276,7 +277,8 @@ impl Kernel {
         }
         self.mms[mm as usize].rss_anon += nr as u64;
         self.mem.add_mapcount(folio, nr as i32);
-        self.charge_time(
+        self.spend(
+            TimeKind::Zeroing,
             nr as u64 * self.hw.zero_page_ns
                 + if pmd {
                     self.hw.pte_update_ns
@@ -393,7 +395,7 @@ impl Kernel {
         self.mms[mm as usize].rss_anon += nr as u64;
         self.mm_add_swapents(mm, -(nr as i64));
         self.mem.add_mapcount(folio, nr as i32);
-        self.charge_time(nr as u64 * self.hw.pte_update_ns);
+        self.spend(TimeKind::PteUpdate, nr as u64 * self.hw.pte_update_ns);
         for i in 0..nr {
             self.swap_free(dev, base_off + i);
         }
@@ -469,7 +471,7 @@ impl Kernel {
                 for p in &mut self.mms[mm as usize].vmas[vi].ptes[first..first + nr] {
                     *p |= pt::WRITE | pt::DIRTY;
                 }
-                self.charge_time(self.hw.pte_update_ns);
+                self.spend(TimeKind::PteUpdate, self.hw.pte_update_ns);
                 return Ok(());
             }
             self.split_huge_pmd(mm, vi, old);
@@ -481,13 +483,13 @@ impl Kernel {
             // wp_page_shared: page_mkwrite dirties the folio, then the PTE is reused writable.
             self.folio_mark_dirty(old);
             self.mms[mm as usize].vmas[vi].ptes[idx] |= pt::WRITE | pt::DIRTY;
-            self.charge_time(self.hw.pte_update_ns);
+            self.spend(TimeKind::PteUpdate, self.hw.pte_update_ns);
             return Ok(());
         }
         if !file && self.mem.mapcount(old) == 1 && !self.mem.test(old, pg::SWAPCACHE) {
             // Only we map it: reuse in place.
             self.mms[mm as usize].vmas[vi].ptes[idx] |= pt::WRITE | pt::DIRTY;
-            self.charge_time(self.hw.pte_update_ns);
+            self.spend(TimeKind::PteUpdate, self.hw.pte_update_ns);
             return Ok(());
         }
         let memcg = self.mms[mm as usize].memcg;
@@ -524,7 +526,10 @@ impl Kernel {
             pt::mk_present(pfn, pt::WRITE | pt::DIRTY | pt::YOUNG);
         self.mem.add_mapcount(pfn, 1);
         self.folio_add_lru(pfn);
-        self.charge_time(self.hw.copy_page_ns + self.hw.pte_update_ns);
+        self.spend(
+            TimeKind::Copying,
+            self.hw.copy_page_ns + self.hw.pte_update_ns,
+        );
         self.flush_tlb_mm_range(mm, vpn, 1, false);
         if file {
             // wp_page_copy of a page-cache page: the mm counts an anonymous page instead.
@@ -602,7 +607,7 @@ impl Kernel {
             }
         }
         self.mms[child as usize].next_vpn = self.mms[parent as usize].next_vpn;
-        self.charge_time(copied * self.hw.pte_update_ns);
+        self.spend(TimeKind::PteUpdate, copied * self.hw.pte_update_ns);
         self.flush_tlb_mm(parent);
         child
     }
@@ -677,14 +682,14 @@ impl Kernel {
         let page = folio + (v.linear_page_index(vpn) - self.mem.index(folio));
         self.mem.pages[pfn as usize].content = self.mem.pages[page as usize].content;
         self.mem.set(pfn, pg::SWAPBACKED);
-        self.charge_time(self.hw.copy_page_ns);
+        self.spend(TimeKind::Copying, self.hw.copy_page_ns);
         // finish_fault with the copy: set_pte_range's anonymous branch.
         self.mms[mm as usize].vmas[vi].ptes[idx] =
             pt::mk_present(pfn, pt::WRITE | pt::DIRTY | pt::YOUNG);
         self.mms[mm as usize].rss_anon += 1;
         self.mem.add_mapcount(pfn, 1);
         self.folio_add_lru(pfn);
-        self.charge_time(self.hw.pte_update_ns);
+        self.spend(TimeKind::PteUpdate, self.hw.pte_update_ns);
         Ok(())
     }
 
@@ -726,7 +731,7 @@ impl Kernel {
         self.arch_set_ptes(mm, vi, from, nr as usize);
         self.mms[mm as usize].rss_file += nr as u64;
         self.mem.add_mapcount(folio, nr as i32);
-        self.charge_time(nr as u64 * self.hw.pte_update_ns);
+        self.spend(TimeKind::PteUpdate, nr as u64 * self.hw.pte_update_ns);
     }
 
     /// do_set_pmd: maps a PMD-sized page-cache folio with one PMD when its file range lines up
@@ -765,7 +770,7 @@ impl Kernel {
         }
         self.mms[mm as usize].rss_file += HPAGE_PMD_NR as u64;
         self.mem.add_mapcount(folio, HPAGE_PMD_NR as i32);
-        self.charge_time(self.hw.pte_update_ns);
+        self.spend(TimeKind::PteUpdate, self.hw.pte_update_ns);
         true
     }
 }

@@ -68,7 +68,7 @@ impl Kernel {
         let order = self.mem.order(folio);
         self.mem.clear_folio(folio);
         self.free_pages(folio, order);
-        self.charge_time(self.hw.page_alloc_ns);
+        self.spend(super::TimeKind::Migration, self.hw.page_alloc_ns);
     }
 
     /// migrate_pages (MIGRATE_ASYNC) of isolated folios to `target`. Returns the base pages
@@ -225,11 +225,14 @@ impl Kernel {
                 self.unmap_flush_pte(mm, start + idx as u32, pte);
                 entries.push(MigrationEntry { mm, vi, idx, pte });
             }
-            self.charge_time(self.hw.rmap_walk_ns);
+            self.spend(super::TimeKind::Migration, self.hw.rmap_walk_ns);
         }
         self.rmap_scratch = mappings;
         let nr_entries = entries.len() - first;
-        self.charge_time(nr_entries as u64 * self.hw.pte_update_ns);
+        self.spend(
+            super::TimeKind::Migration,
+            nr_entries as u64 * self.hw.pte_update_ns,
+        );
         self.mem.add_mapcount(src, -(nr_entries as i32));
     }
 
@@ -283,7 +286,8 @@ impl Kernel {
         self.mem.add_mapcount(dst, entries.len() as i32);
         let src_node = self.pfn_node(src);
         let dst_node = self.pfn_node(dst);
-        self.charge_time(
+        self.spend(
+            super::TimeKind::Migration,
             self.copy_folio_ns(src_node, dst_node, nr as u64)
                 + entries.len() as u64 * self.hw.pte_update_ns,
         );

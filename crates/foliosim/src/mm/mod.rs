@@ -2,6 +2,8 @@
 //! of this module add its mechanisms, each named after the kernel file it models.
 
 pub mod contpte;
+pub mod cputime;
+pub use cputime::TimeKind;
 pub mod features;
 pub mod filemap;
 pub mod folio;
@@ -134,11 +136,8 @@ impl Kernel {
     /// (workload/spawn.rs).
     pub fn boot(spec: &RunSpec) -> Result<Kernel, InputError> {
         let sc = &spec.scenario;
-        // The scenario's parser checked the profile name.
-        let hw = crate::machine::hw::profile(&sc.machine.hardware)
-            .expect("a validated hardware profile")
-            .costs
-            .clone();
+        // The scenario's parser read and checked the profile.
+        let hw = sc.machine.hw.costs.clone();
 
         let mut node_ranges = Vec::new();
         let mut next_pfn = 0u64;
@@ -252,11 +251,6 @@ impl Kernel {
     }
 
     #[inline]
-    pub fn charge_time(&mut self, ns: u64) {
-        self.clock_ns += ns;
-    }
-
-    #[inline]
     pub fn lruvec_index(&self, memcg: u16, node: u32) -> usize {
         memcg as usize * self.nodes.len() + node as usize
     }
@@ -362,7 +356,7 @@ impl Kernel {
                 let pfn = self.zones[z].alloc(&mut self.mem, order)?;
                 self.stat.count(Vm::Pgalloc, 1 << order);
                 self.zone_statistics(preferred, z as u32);
-                self.charge_time(self.hw.page_alloc_ns);
+                self.spend(TimeKind::PageAlloc, self.hw.page_alloc_ns);
                 return Some(pfn);
             }
         }
@@ -473,7 +467,7 @@ impl Kernel {
                 if let Some(pfn) = self.zones[node as usize].alloc(&mut self.mem, order) {
                     self.stat.count(Vm::Pgalloc, 1 << order);
                     self.zone_statistics(node, node);
-                    self.charge_time(self.hw.page_alloc_ns);
+                    self.spend(TimeKind::PageAlloc, self.hw.page_alloc_ns);
                     return Some(pfn);
                 }
             }
@@ -503,7 +497,7 @@ impl Kernel {
         self.mem_cgroup_uncharge(folio);
         self.mem.clear_folio(folio);
         self.free_pages(folio, order);
-        self.charge_time(self.hw.page_alloc_ns);
+        self.spend(TimeKind::PageAlloc, self.hw.page_alloc_ns);
     }
 }
 

@@ -197,7 +197,7 @@ impl Kernel {
                 huge += 1;
             }
         }
-        self.charge_time(changed * self.hw.pte_update_ns);
+        self.spend(super::TimeKind::PteUpdate, changed * self.hw.pte_update_ns);
         if changed > 0 {
             self.stat.count(Vm::NumaPteUpdates, changed);
             self.stat.count(Vm::NumaHugePteUpdates, huge);
@@ -315,7 +315,7 @@ impl Kernel {
         if writable {
             *p |= pt::WRITE;
         }
-        self.charge_time(self.hw.pte_update_ns);
+        self.spend(super::TimeKind::PteUpdate, self.hw.pte_update_ns);
         self.arch_set_ptes(mm, vi, idx, 1);
     }
 

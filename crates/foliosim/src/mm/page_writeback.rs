@@ -549,7 +549,7 @@ impl Kernel {
     /// Waits for all of the file's write requests (filemap_fdatawait).
     fn filemap_fdatawait(&mut self, file: FileId) {
         if let Some(&(done, _)) = self.files[file as usize].wb_inflight.back() {
-            self.clock_ns = self.clock_ns.max(done);
+            self.wait_until(super::TimeKind::IoWait, done);
         }
         self.complete_file_writeback();
     }
@@ -558,7 +558,7 @@ impl Kernel {
     /// writeback under way (WB_SYNC_ALL waits on such folios before writing them again),
     /// writes every dirty folio, and waits for that too.
     pub fn vfs_fsync(&mut self, file: FileId) {
-        self.charge_time(self.hw.fault_entry_ns);
+        self.spend(super::TimeKind::FaultEntry, self.hw.fault_entry_ns);
         self.filemap_fdatawait(file);
         self.files[file as usize].writeback_index = 0;
         self.write_cache_pages(file, u64::MAX);
@@ -592,7 +592,7 @@ impl Kernel {
             .min();
         if let Some(done) = next {
             let until = done.min(self.clock_ns + THROTTLE_WRITEBACK_NS);
-            self.clock_ns = self.clock_ns.max(until);
+            self.wait_until(super::TimeKind::IoWait, until);
             self.complete_file_writeback();
         }
     }

@@ -105,7 +105,10 @@ impl Kernel {
                     changed += 1;
                 }
             }
-            self.charge_time(self.hw.rmap_walk_ns + changed as u64 * self.hw.pte_update_ns);
+            self.spend(
+                super::TimeKind::Rmap,
+                self.hw.rmap_walk_ns + changed as u64 * self.hw.pte_update_ns,
+            );
             if changed > 0 {
                 let start = self.mms[mm as usize].vmas[vi].start + from as u32;
                 self.flush_tlb_mm_range(mm, start, nr as u64, false);
@@ -149,7 +152,7 @@ impl Kernel {
             if young {
                 vm_flags |= self.mms[mm as usize].vmas[vi].flags;
             }
-            self.charge_time(self.hw.rmap_walk_ns);
+            self.spend(super::TimeKind::Rmap, self.hw.rmap_walk_ns);
         }
         self.rmap_scratch = mappings;
         (referenced, vm_flags)
@@ -216,7 +219,10 @@ impl Kernel {
                 self.mm_add_swapents(mm, unmapped as i64);
             }
             self.mem.add_mapcount(folio, -(unmapped as i32));
-            self.charge_time(self.hw.rmap_walk_ns + unmapped as u64 * self.hw.pte_update_ns);
+            self.spend(
+                super::TimeKind::Rmap,
+                self.hw.rmap_walk_ns + unmapped as u64 * self.hw.pte_update_ns,
+            );
         }
         self.rmap_scratch = mappings;
     }

@@ -12,6 +12,7 @@
 
 use super::folio::content;
 use super::Kernel;
+use super::TimeKind;
 use crate::scenario::SwapKind;
 
 #[derive(Clone, Copy, Debug, Default)]
@@ -69,7 +70,7 @@ impl Kernel {
                 .inflight
                 .front()
                 .expect("queue is full");
-            self.clock_ns = self.clock_ns.max(done);
+            self.wait_until(TimeKind::IoWait, done);
             self.complete_swap_writeback();
         }
     }
@@ -159,7 +160,7 @@ impl Kernel {
                 (hw.block_io_overhead_ns, si.queue.serve(now, service))
             }
         };
-        self.charge_time(cpu_ns);
+        self.charge_swap_cpu(dev, cpu_ns);
         self.zram_sync_memory(dev);
         self.wait_for_request_slot(dev);
         done_ns.max(self.clock_ns)
@@ -202,7 +203,19 @@ impl Kernel {
                 (hw.block_io_overhead_ns, si.queue.serve(now, service))
             }
         };
-        self.charge_time(cpu_ns);
+        self.charge_swap_cpu(dev, cpu_ns);
         done_ns.max(self.clock_ns)
+    }
+
+    /// The CPU time of one request to device `dev`: the bio's overhead (and brd's copies) is
+    /// block I/O; on zram, the rest is compression.
+    fn charge_swap_cpu(&mut self, dev: u32, cpu_ns: u64) {
+        let rest = cpu_ns - self.hw.block_io_overhead_ns;
+        let rest_kind = match self.swap[dev as usize].kind {
+            SwapKind::Zram => TimeKind::Compression,
+            _ => TimeKind::BlockIo,
+        };
+        self.spend(TimeKind::BlockIo, self.hw.block_io_overhead_ns);
+        self.spend(rest_kind, rest);
     }
 }

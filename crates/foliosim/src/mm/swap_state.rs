@@ -226,7 +226,7 @@ impl Kernel {
             }
             _ => self.hw.dram_read_latency_ns,
         };
-        self.charge_time(ns);
+        self.spend(super::TimeKind::ZeroCheck, ns);
         c == content::ZERO
     }
 
@@ -256,7 +256,7 @@ impl Kernel {
         }
         if self.generation().has_zeromap() && self.zeromap[dev as usize][off as usize] {
             // swap_read_folio_zeromap: the folio is zero-filled in place, no I/O.
-            self.charge_time(nr as u64 * self.hw.zero_page_ns);
+            self.spend(super::TimeKind::Zeroing, nr as u64 * self.hw.zero_page_ns);
             if self.generation().counts_swap_zero_io() {
                 self.stat.count(Vm::SwpinZero, nr as u64);
             }
@@ -267,6 +267,6 @@ impl Kernel {
         self.stat
             .count(Vm::Pgpgin, nr as u64 * super::PAGE_SIZE / 1024);
         let done_ns = self.swap_device_read(dev, off, nr);
-        self.clock_ns = self.clock_ns.max(done_ns);
+        self.wait_until(super::TimeKind::IoWait, done_ns);
     }
 }

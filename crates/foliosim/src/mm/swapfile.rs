@@ -649,10 +649,10 @@ impl Kernel {
             si.out_scratch = out;
             n
         };
-        self.charge_time(self.hw.swap_slot_alloc_ns);
+        self.spend(super::TimeKind::SwapAlloc, self.hw.swap_slot_alloc_ns);
         self.finish_swap_reclaim(dev);
         let waited = std::mem::take(&mut self.swap[d].waited_until_ns);
-        self.clock_ns = self.clock_ns.max(waited);
+        self.wait_until(super::TimeKind::IoWait, waited);
         // v6.18: the scan made this device the CPU's cached `si` for the order.
         if self.swap[d].allocator.take_percpu_scanned() {
             for (e, si) in self.swap.iter_mut().enumerate() {
@@ -709,7 +709,7 @@ impl Kernel {
             let dev = (0..self.swap.len()).find(|&d| self.swap[d].list_len(LIST_DISCARD) > 0)?;
             self.swap[dev].discard_now();
             let waited = std::mem::take(&mut self.swap[dev].waited_until_ns);
-            self.clock_ns = self.clock_ns.max(waited);
+            self.wait_until(super::TimeKind::IoWait, waited);
         }
     }
 

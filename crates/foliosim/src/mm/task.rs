@@ -48,6 +48,8 @@ pub struct Task {
     /// waits for synchronous I/O).
     pub user_ns: u64,
     pub sys_ns: u64,
+    /// The same time by mechanism (mm/cputime.rs), and the time it waited for a CPU.
+    pub time: super::cputime::TimeBreakdown,
     /// Time spent in, and pages freed by, reclaim this task did itself.
     pub direct_reclaim_ns: u64,
     pub direct_reclaim_pages: u64,
@@ -99,6 +101,7 @@ impl Task {
             touches: 0,
             user_ns: 0,
             sys_ns: 0,
+            time: Default::default(),
             direct_reclaim_ns: 0,
             direct_reclaim_pages: 0,
             pending_irq_ns: 0,
@@ -246,11 +249,11 @@ impl Kernel {
     /// a user task the instruction-TLB refill and the NUMA-balancing tick.
     pub fn task_tick(&mut self, t: u32) {
         let irq_ns = std::mem::take(&mut self.tasks[t as usize].pending_irq_ns);
-        self.clock_ns += irq_ns;
+        self.spend(super::TimeKind::TlbShootdownReceive, irq_ns);
         self.tasks[t as usize].sys_ns += irq_ns;
         if self.tasks[t as usize].is_user() {
             let itlb_ns = self.itlb_refill();
-            self.clock_ns += itlb_ns;
+            self.spend(super::TimeKind::TlbMiss, itlb_ns);
             self.tasks[t as usize].user_ns += itlb_ns;
             let before = self.clock_ns;
             self.task_tick_numa(t);

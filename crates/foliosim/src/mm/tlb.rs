@@ -319,14 +319,20 @@ impl Kernel {
                 }
                 if local {
                     self.stat.count(Vm::NrTlbLocalFlushOne, nr as u64);
-                    self.charge_time(nr as u64 * self.hw.tlb_flush_local_one_ns);
+                    self.spend(
+                        super::TimeKind::TlbFlushLocal,
+                        nr as u64 * self.hw.tlb_flush_local_one_ns,
+                    );
                 }
             }
             FlushRange::All => {
                 c.flush_all();
                 if local {
                     self.stat.count(Vm::NrTlbLocalFlushAll, 1);
-                    self.charge_time(self.hw.tlb_flush_local_all_ns);
+                    self.spend(
+                        super::TimeKind::TlbFlushLocal,
+                        self.hw.tlb_flush_local_all_ns,
+                    );
                 }
             }
         }
@@ -347,7 +353,10 @@ impl Kernel {
         }
         if interrupted {
             // The initiator sends the IPIs and waits for every receiver to acknowledge.
-            self.charge_time(self.hw.tlb_flush_ipi_send_ns);
+            self.spend(
+                super::TimeKind::TlbShootdownSend,
+                self.hw.tlb_flush_ipi_send_ns,
+            );
         }
     }
 
@@ -417,7 +426,10 @@ impl Kernel {
                 c.flush_one(mm, vpn + i);
             }
         }
-        self.charge_time(nr as u64 * self.hw.tlbi_broadcast_ns);
+        self.spend(
+            super::TimeKind::TlbShootdownSend,
+            nr as u64 * self.hw.tlbi_broadcast_ns,
+        );
     }
 
     /// arm64: one broadcast TLBI ASIDE1IS: every translation of `mm` on every CPU.
@@ -425,12 +437,12 @@ impl Kernel {
         for c in self.cpu_tlbs.iter_mut() {
             c.flush_mm(mm);
         }
-        self.charge_time(self.hw.tlbi_broadcast_ns);
+        self.spend(super::TimeKind::TlbShootdownSend, self.hw.tlbi_broadcast_ns);
     }
 
     /// arm64: DSB ISH, waiting until the TLBIs issued so far have completed everywhere.
     pub fn dsb_ish(&mut self) {
-        self.charge_time(self.hw.dsb_ish_ns);
+        self.spend(super::TimeKind::TlbShootdownSend, self.hw.dsb_ish_ns);
     }
 
     /// The flush for one PTE cleared by an unmap (`pte` is its old value): deferred into the

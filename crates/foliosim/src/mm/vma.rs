@@ -155,7 +155,7 @@ impl Kernel {
         // A guard gap keeps neighbouring mappings from merging into one aligned range.
         m.next_vpn = start + nr_pages + 1;
         Self::insert_vma(m, start, nr_pages, VM_WRITE, None);
-        self.charge_time(self.hw.pte_update_ns);
+        self.spend(super::TimeKind::PteUpdate, self.hw.pte_update_ns);
         start
     }
 
@@ -167,7 +167,7 @@ impl Kernel {
         debug_assert!(start >= m.next_vpn);
         m.next_vpn = start + nr_pages + 1;
         Self::insert_vma(m, start, nr_pages, VM_WRITE, None);
-        self.charge_time(self.hw.pte_update_ns);
+        self.spend(super::TimeKind::PteUpdate, self.hw.pte_update_ns);
     }
 
     fn insert_vma(m: &mut Mm, start: u32, nr_pages: u32, flags: u8, file: Option<VmaFile>) {
@@ -214,7 +214,7 @@ impl Kernel {
         Self::insert_vma(m, start, nr_pages, flags, Some(vf));
         // vma_link_file: the file's i_mmap learns of the mapping.
         self.files[file as usize].i_mmap.push((mm, start));
-        self.charge_time(self.hw.pte_update_ns);
+        self.spend(super::TimeKind::PteUpdate, self.hw.pte_update_ns);
         start
     }
 
@@ -311,7 +311,10 @@ impl Kernel {
             }
         }
         if nr_zapped > 0 {
-            self.charge_time(nr_zapped * self.hw.pte_update_ns);
+            self.spend(
+                super::TimeKind::PteUpdate,
+                nr_zapped * self.hw.pte_update_ns,
+            );
             let start = self.mms[mm as usize].vmas[vi].start;
             self.flush_tlb_mm_range(mm, start + from, (to - from) as u64, freed_tables);
             for dev in 0..self.swap.len() as u32 {
@@ -358,7 +361,7 @@ impl Kernel {
         self.mms[mm as usize].rss_file -= nr as u64;
         self.folio_remove_rmap_ptes(folio, nr as u32);
         self.stat.count(super::vmstat::Vm::ThpSplitPmd, 1);
-        self.charge_time(self.hw.pte_update_ns);
+        self.spend(super::TimeKind::PteUpdate, self.hw.pte_update_ns);
         self.flush_tlb_mm_range(mm, start + first as u32, nr as u64, false);
     }
 

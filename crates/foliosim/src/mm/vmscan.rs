@@ -198,7 +198,7 @@ impl Kernel {
         let active = self.mem.test(folio, pg::ACTIVE);
         let file = !self.mem.test(folio, pg::SWAPBACKED);
         self.list_add(lv, lru_of(file, active), folio, false);
-        self.charge_time(self.hw.lru_op_ns);
+        self.spend(super::TimeKind::Lru, self.hw.lru_op_ns);
     }
 
     pub fn lruvec_del_folio(&mut self, folio: FolioId) {
@@ -253,7 +253,7 @@ impl Kernel {
             self.list_del(lv, lru, folio);
             out.push(folio);
         }
-        self.charge_time(out.len() as u64 * self.hw.lru_op_ns);
+        self.spend(super::TimeKind::Lru, out.len() as u64 * self.hw.lru_op_ns);
         scanned
     }
 
@@ -610,7 +610,7 @@ impl Kernel {
         while i < list.len() {
             let folio = list[i];
             i += 1;
-            self.charge_time(self.hw.reclaim_scan_folio_ns);
+            self.spend(super::TimeKind::ReclaimScan, self.hw.reclaim_scan_folio_ns);
             let file = self.folio_is_file_lru(folio);
             if file {
                 // folio_check_dirty_writeback.

@@ -2,10 +2,12 @@
 //! `[[cgroup]]`s with their `memory.max`, and `[[file]]`s on the machine's disk.
 
 use std::collections::BTreeSet;
+use std::path::Path;
 
 use toml::Value;
 
 use super::generators::DEFAULT_READ_AHEAD_KB;
+use super::hardware::{load_hardware, HardwareError};
 use super::knobs;
 use super::mempolicy::MAX_NUMNODES;
 use super::parse::DEFAULT_HARDWARE;
@@ -19,7 +21,7 @@ use super::{CgroupSpec, FileSpec, MachineSpec, NodeSpec, SwapKind, SwapSpec, Tie
 /// its page count to 0).
 const MAX_FILE_BYTES: u64 = 8 << 40;
 
-/// Names of the hardware cost profiles `[machine] hardware` accepts.
+/// Names of the bundled hardware cost profiles (`[machine] hardware` also takes a file's path).
 pub fn hardware_profile_names() -> Vec<String> {
     crate::machine::hw::profile_names()
         .iter()
@@ -36,16 +38,12 @@ pub(super) fn parse_machine(top: &Node) -> Res<MachineSpec> {
         .str_opt("hardware")?
         .unwrap_or(DEFAULT_HARDWARE)
         .to_string();
-    let names = hardware_profile_names();
-    if !names.contains(&hardware) {
-        return Err(machine.err(
-            "hardware",
-            format!(
-                "expected a hardware profile, one of {}, found {hardware:?}",
-                names.join(", ")
-            ),
-        ));
-    }
+    // a profile file's path is relative to the scenario file's directory
+    let base_dir = Path::new(top.cx.file).parent().unwrap_or(Path::new(""));
+    let hw = load_hardware(&hardware, base_dir).map_err(|e| match e {
+        HardwareError::Unknown(message) => machine.err("hardware", message),
+        HardwareError::File(e) => e,
+    })?;
     let mut nodes = Vec::new();
     for (path, t) in machine.tables("node")? {
         let node = Node::new(top.cx, t, path, &["memory", "cpus", "tier"])?;
@@ -82,7 +80,11 @@ pub(super) fn parse_machine(top: &Node) -> Res<MachineSpec> {
             ),
         ));
     }
-    let spec = MachineSpec { hardware, nodes };
+    let spec = MachineSpec {
+        hardware,
+        hw,
+        nodes,
+    };
     if spec.nr_cpus() == 0 {
         return Err(machine.err("node", "expected at least one CPU on some node, found none"));
     }

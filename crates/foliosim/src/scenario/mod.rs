@@ -8,6 +8,7 @@ pub mod command;
 mod footprint;
 pub mod generation;
 pub mod generators;
+mod hardware;
 pub mod knobs;
 mod machine;
 pub mod mempolicy;
@@ -75,8 +76,11 @@ pub struct NodeSpec {
 
 #[derive(Clone, Debug)]
 pub struct MachineSpec {
-    /// Hardware cost profile name (see `machine::hw`).
+    /// The hardware cost profile as the scenario (or `--hardware`) names it: a bundled profile's
+    /// name or a path to a profile file (see `machine::hw`, docs/hardware.md).
     pub hardware: String,
+    /// That profile, read and checked.
+    pub hw: std::sync::Arc<crate::machine::hw::HwProfile>,
     pub nodes: Vec<NodeSpec>,
 }
 

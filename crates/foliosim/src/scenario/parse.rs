@@ -59,7 +59,7 @@ pub(crate) fn load(
 }
 
 /// The io::Error text without the "(os error N)" tail.
-fn io_error_text(e: &std::io::Error) -> String {
+pub(crate) fn io_error_text(e: &std::io::Error) -> String {
     let text = e.to_string();
     match text.find(" (os error") {
         Some(at) => text[..at].to_string(),

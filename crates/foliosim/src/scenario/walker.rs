@@ -349,6 +349,12 @@ pub(crate) fn unique(
 }
 
 pub(crate) fn syntax_error(cx: &Cx, text: &str, e: &toml::de::Error) -> InputError {
+    toml_syntax_error(cx.file, text, e)
+}
+
+/// A TOML syntax error in `file` (a scenario or a hardware profile): the key names the line and
+/// column, the message is the parser's on one line.
+pub(crate) fn toml_syntax_error(file: &str, text: &str, e: &toml::de::Error) -> InputError {
     let key = match e.span() {
         Some(span) => {
             let start = span.start.min(text.len());
@@ -371,5 +377,9 @@ pub(crate) fn syntax_error(cx: &Cx, text: &str, e: &toml::de::Error) -> InputErr
         .filter(|l| !l.is_empty())
         .collect::<Vec<_>>()
         .join("; ");
-    cx.err(&key, format!("TOML syntax error: {message}"))
+    InputError {
+        file: file.to_string(),
+        key,
+        message: format!("TOML syntax error: {message}"),
+    }
 }

@@ -170,6 +170,16 @@ pub fn build(k: &Kernel, w: &Workload, series: Series) -> RunResult {
         m.insert("sys_ns".into(), json!(t.sys_ns));
         m.insert("direct_reclaim_ns".into(), json!(t.direct_reclaim_ns));
         m.insert("direct_reclaim_pages".into(), json!(t.direct_reclaim_pages));
+        // where the task's time went (mm/cputime.rs): all but cpu_wait add up to user + sys
+        let breakdown: Map<String, serde_json::Value> = t
+            .time
+            .iter()
+            .map(|(kind, ns)| (kind.name().to_string(), json!(ns)))
+            .collect();
+        m.insert(
+            "time_breakdown_ns".into(),
+            serde_json::Value::Object(breakdown),
+        );
         if let Report::Usemem { size_bytes } = prog.report {
             use crate::workload::usemem::{throughput, START_OP, WRITE_OP};
             if !t.oom_killed {

@@ -68,6 +68,15 @@ impl Workload {
         k.do_exit(t);
     }
 
+    /// `exit` after the task's last operation: its teardown (exit_mmap) comes after its
+    /// `exit_ns` and is in neither its user nor its sys time, so it stays out of its time
+    /// breakdown too (mm/cputime.rs).
+    pub(super) fn exit_after_last_op(&mut self, k: &mut Kernel, t: u32) {
+        let breakdown = k.tasks[t as usize].time.clone();
+        self.exit(k, t);
+        k.tasks[t as usize].time = breakdown;
+    }
+
     /// Runs user task `t` until `quantum_end_ns`, a block, or its end. Returns when its CPU is
     /// free.
     pub fn step(&mut self, k: &mut Kernel, t: u32, quantum_end_ns: u64) -> u64 {
@@ -78,7 +87,7 @@ impl Workload {
         while k.clock_ns < quantum_end_ns {
             let pc = self.tasks[t as usize].pc;
             let Some(op) = program.get(pc) else {
-                self.exit(k, t);
+                self.exit_after_last_op(k, t);
                 self.reap_exits(k);
                 return k.clock_ns;
             };
@@ -96,7 +105,7 @@ impl Workload {
                 Ok(f) => f,
                 Err(Killed) => {
                     k.tasks[t as usize].oom_killed = true;
-                    self.exit(k, t);
+                    self.exit_after_last_op(k, t);
                     self.reap_exits(k);
                     return k.clock_ns;
                 }
@@ -244,7 +253,7 @@ impl Workload {
                     };
                     let vpn = prog.touch.base + page;
                     k.touch(mm, vpn, write, *data)?;
-                    k.clock_ns += per_touch_ns;
+                    k.spend(crate::mm::TimeKind::User, per_touch_ns);
                     let task = &mut k.tasks[t as usize];
                     task.user_ns += per_touch_ns;
                     task.touches += 1;

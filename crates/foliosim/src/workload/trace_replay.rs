@@ -482,7 +482,7 @@ impl Workload {
                 if matches!(outcome, Outcome::Killed) {
                     k.tasks[t as usize].oom_killed = true;
                 }
-                self.exit(k, t);
+                self.exit_after_last_op(k, t);
                 self.reap_exits(k);
                 k.clock_ns
             }
@@ -555,7 +555,7 @@ impl Replay {
                     c.records += 1;
                     c.accesses += a.count as u64;
                     c.instructions += a.instructions;
-                    k.clock_ns += ns;
+                    k.spend(crate::mm::TimeKind::User, ns);
                     let task = &mut k.tasks[t as usize];
                     task.user_ns += ns;
                     task.touches += 1;

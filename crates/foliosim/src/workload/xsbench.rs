@@ -438,7 +438,7 @@ impl super::Workload {
                 let (hot, _, _) = k.xs_hot_reads(mm, &x, &mut st, mat, e, x.sample)?;
                 ns += hot * x.sample;
             }
-            k.clock_ns += ns;
+            k.spend(crate::mm::TimeKind::User, ns);
             let task = &mut k.tasks[t as usize];
             task.user_ns += ns;
             task.touches += 1;
@@ -540,7 +540,7 @@ impl Kernel {
                 .min(x.sample - st.done % x.sample)
                 .min(lookups - st.done);
             let ns = k * st.lookup_ns;
-            self.clock_ns += ns;
+            self.spend(crate::mm::TimeKind::User, ns);
             let task = &mut self.tasks[t as usize];
             task.user_ns += ns;
             task.touches += k;

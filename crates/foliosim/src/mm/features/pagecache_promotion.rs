@@ -67,7 +67,7 @@ impl Kernel {
             return;
         }
         self.lruvec_del_folio(folio);
-        self.charge_time(self.hw.lru_op_ns);
+        self.spend(crate::mm::TimeKind::Lru, self.hw.lru_op_ns);
         // task_work_add(TWA_RESUME) on the first; list_add_tail keeps file order.
         let task = &mut self.tasks[t];
         task.promo_list.push(folio);

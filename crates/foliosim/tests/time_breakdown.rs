@@ -1,0 +1,153 @@
+//! Where the time goes (mm/cputime.rs): each task's `time_breakdown_ns` adds up to its user +
+//! sys time exactly, and each category holds the time of its own mechanism only.
+
+use foliosim::mm::cputime::TimeKind;
+use foliosim::scenario::parse::resolve;
+use foliosim::{RunResult, Scenario};
+
+fn run(scenario: &Scenario, profile: &str, variant: Option<&str>) -> RunResult {
+    let spec = resolve(scenario, profile, variant, &[], 1, false).expect("scenario resolves");
+    foliosim::run(&spec, &mut |_| {}).unwrap_or_else(|e| panic!("run failed: {e}"))
+}
+
+fn breakdown(task: &serde_json::Map<String, serde_json::Value>, kind: TimeKind) -> u64 {
+    task["time_breakdown_ns"][kind.name()].as_u64().unwrap()
+}
+
+/// Every task's categories but cpu_wait add up to its user + sys time; every kind is present.
+fn assert_adds_up(r: &RunResult, label: &str) {
+    assert!(!r.tasks.is_empty(), "{label}");
+    for task in &r.tasks {
+        let map = task["time_breakdown_ns"].as_object().unwrap();
+        assert_eq!(map.len(), TimeKind::ALL.len(), "{label}");
+        let run: u64 = TimeKind::ALL
+            .iter()
+            .filter(|k| **k != TimeKind::CpuWait)
+            .map(|k| breakdown(task, *k))
+            .sum();
+        let user_sys = task["user_ns"].as_u64().unwrap() + task["sys_ns"].as_u64().unwrap();
+        assert_eq!(run, user_sys, "{label} {}", task["name"]);
+    }
+}
+
+fn bundled(name: &str) -> Scenario {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../scenarios")
+        .join(format!("{name}.toml"));
+    Scenario::load(&path).unwrap()
+}
+
+#[test]
+fn bundled_runs_add_up_to_user_plus_sys() {
+    // memcg reclaim to brd, mTHP pageout to zram, THP zero subpages on zram and a disk, the
+    // page cache on CXL with promotion
+    for (name, profile, variant) in [
+        ("usemem-small", "v6.9", Some("64K")),
+        ("mthp-pageout-sizes", "v6.18", None),
+        ("thp-zero-subpage", "v6.9", Some("zram-worst")),
+        (
+            "pagecache-promotion-small",
+            "v6.18+pagecache_promotion",
+            None,
+        ),
+    ] {
+        let scenario = bundled(name);
+        let variant = variant.or_else(|| scenario.variants.first().map(|v| v.name.as_str()));
+        let r = run(&scenario, profile, variant);
+        assert_adds_up(&r, name);
+    }
+}
+
+const NO_SWAP: &str = r#"
+name = "t"
+[machine]
+hardware = "HW"
+[[machine.node]]
+memory = "1G"
+cpus = 2
+[knobs]
+"/sys/kernel/mm/transparent_hugepage/enabled" = "always"
+[[task]]
+name = "usemem"
+generator = "usemem"
+size = "64M"
+"#;
+
+#[test]
+fn thp_faults_without_swap_charge_zeroing_and_no_swap_io() {
+    let scenario = Scenario::parse_str(&NO_SWAP.replace("HW", "x86-server"), "t.toml").unwrap();
+    let r = run(&scenario, "v6.18", None);
+    assert_adds_up(&r, "no swap");
+    let task = &r.tasks[0];
+    for kind in [
+        TimeKind::BlockIo,
+        TimeKind::IoWait,
+        TimeKind::Compression,
+        TimeKind::SwapAlloc,
+        TimeKind::ReclaimScan,
+        TimeKind::Rmap,
+        TimeKind::Split,
+        TimeKind::Migration,
+        TimeKind::ZeroCheck,
+        TimeKind::CpuWait,
+    ] {
+        assert_eq!(breakdown(task, kind), 0, "{}", kind.name());
+    }
+    // each 2 MiB fault clears 512 pages at the profile's cost and maps them with one PMD;
+    // nothing else zeroes
+    let hw = foliosim::machine::hw::profile("x86-server").unwrap();
+    let thp = r.vmstat["thp_fault_alloc"];
+    assert_eq!(thp, 32);
+    assert_eq!(
+        breakdown(task, TimeKind::Zeroing),
+        thp * (512 * hw.costs.zero_page_ns + hw.costs.pte_update_ns)
+    );
+    assert_eq!(
+        breakdown(task, TimeKind::FaultEntry),
+        thp * hw.costs.fault_entry_ns
+    );
+    assert_eq!(
+        breakdown(task, TimeKind::MemcgCharge),
+        thp * hw.costs.memcg_charge_ns
+    );
+}
+
+#[test]
+fn a_dearer_cost_moves_only_its_category() {
+    let dir = std::env::temp_dir().join(format!("foliosim-tb-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let text = foliosim::machine::hw::bundled_text("x86-server").unwrap();
+    let dearer = text.replacen("value = 470\n", "value = 940\n", 1);
+    std::fs::write(dir.join("dear.toml"), dearer).unwrap();
+    let base = run(
+        &Scenario::parse_str(&NO_SWAP.replace("HW", "x86-server"), "t.toml").unwrap(),
+        "v6.18",
+        None,
+    );
+    let scenario_file = dir.join("t.toml");
+    std::fs::write(&scenario_file, NO_SWAP.replace("HW", "dear.toml")).unwrap();
+    let dear = run(&Scenario::load(&scenario_file).unwrap(), "v6.18", None);
+    std::fs::remove_dir_all(&dir).unwrap();
+    let (b, d) = (&base.tasks[0], &dear.tasks[0]);
+    // 32 faults of 512 pages, each page 470 ns dearer
+    assert_eq!(
+        breakdown(d, TimeKind::Zeroing) - breakdown(b, TimeKind::Zeroing),
+        32 * 512 * 470
+    );
+    for kind in TimeKind::ALL {
+        if kind != TimeKind::Zeroing {
+            assert_eq!(breakdown(d, kind), breakdown(b, kind), "{}", kind.name());
+        }
+    }
+}
+
+#[test]
+fn every_kind_names_costs_of_the_profile() {
+    let fields = foliosim::machine::hw::COST_FIELDS;
+    for kind in TimeKind::ALL {
+        for cost in kind.costs() {
+            assert!(fields.contains(cost), "{}: {cost}", kind.name());
+        }
+        assert_eq!(kind.costs().is_empty(), kind == TimeKind::CpuWait);
+    }
+}
