@@ -332,6 +332,7 @@ mod tests {
             mthp: Default::default(),
             memcg: Default::default(),
             zram: Default::default(),
+            zswap: Default::default(),
             tasks: task_names
                 .iter()
                 .enumerate()

@@ -354,6 +354,7 @@ mod tests {
             mthp: Default::default(),
             memcg: Default::default(),
             zram: Default::default(),
+            zswap: Default::default(),
             tasks: vec![],
             iterations: vec![],
             series: Default::default(),

@@ -6,13 +6,25 @@
 //! reads back as zeros without I/O), and free_swap_and_cache / folio_free_swap of mm/swapfile.c
 //! (v6.9–v6.18).
 //! The cache is one folio id per slot (the newest kernels' swap table, in effect). Left out:
-//! readahead, shadow entries / workingset refault detection, zswap, and swap-cache races.
+//! readahead, shadow entries / workingset refault detection, and swap-cache races. zswap is
+//! mm/zswap.rs.
 
 use super::folio::{pg, FolioId, NIL};
 use super::swapfile::SWAP_HAS_CACHE;
 use super::vmstat::{Memcg, Mthp, Vm};
 use super::Kernel;
 use crate::scenario::knobs::PMD_ORDER;
+
+/// What swap_writepage did with a folio.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SwapWrite {
+    /// Written (or kept by the zeromap or zswap): the folio can be freed now.
+    Done,
+    /// Under writeback to an asynchronous device.
+    InFlight,
+    /// Kept in memory (AOP_WRITEPAGE_ACTIVATE): reclaim activates it.
+    Activate,
+}
 
 const OFFSET_BITS: u32 = 27;
 const OFFSET_MASK: u32 = (1 << OFFSET_BITS) - 1;
@@ -91,7 +103,7 @@ impl Kernel {
         if whole {
             si.free_slots_range(off, nr, now);
             for s in off..off + nr {
-                si.zram_free(s);
+                si.slot_freed(s);
             }
             return;
         }
@@ -154,8 +166,8 @@ impl Kernel {
         }
     }
 
-    /// swap_writepage: write the folio out. Returns true when the write completed synchronously.
-    pub fn swap_writepage(&mut self, folio: FolioId) -> bool {
+    /// swap_writepage: write the folio out (to the zeromap, zswap or the device).
+    pub fn swap_writepage(&mut self, folio: FolioId) -> SwapWrite {
         let (dev, off) = self.folio_swap_entry(folio);
         let nr = self.mem.nr_pages(folio);
         let order = self.mem.order(folio);
@@ -174,11 +186,19 @@ impl Kernel {
                 if self.generation().counts_swap_zero_io() {
                     self.stat.count(Vm::SwpoutZero, nr as u64);
                 }
-                return true;
+                return SwapWrite::Done;
             }
         }
-        self.stat.count(Vm::Pswpout, nr as u64);
+        if self.zswap_store(folio) {
+            return SwapWrite::Done;
+        }
         let memcg = self.mem.memcg(folio) as usize;
+        if !self.zswap_writeback_enabled(memcg as u16) {
+            // memory.zswap.writeback=0: what zswap refused stays in memory (AOP_WRITEPAGE_ACTIVATE).
+            self.mem.set(folio, pg::DIRTY);
+            return SwapWrite::Activate;
+        }
+        self.stat.count(Vm::Pswpout, nr as u64);
         self.memcgs[memcg].count(Memcg::Pswpout, nr as u64);
         if order as usize == PMD_ORDER {
             self.stat.count(Vm::ThpSwpout, 1);
@@ -189,11 +209,11 @@ impl Kernel {
         }
         let done_ns = self.swap_device_write(dev, off, nr);
         if self.swap[dev as usize].synchronous() {
-            return true;
+            return SwapWrite::Done;
         }
         self.mem.set(folio, pg::WRITEBACK);
         self.swap[dev as usize].inflight.push_back((done_ns, folio));
-        false
+        SwapWrite::InFlight
     }
 
     /// is_folio_zero_filled: every page of the folio is zero, scanned as `page_is_zero` does.
@@ -236,7 +256,8 @@ impl Kernel {
     }
 
     /// swap_read_folio: read `nr` slots into the folio; the caller waits for the device.
-    pub fn swap_read_folio(&mut self, folio: FolioId, dev: u32, off: u32, nr: u32) {
+    /// Returns true when zswap held the data (no device read).
+    pub fn swap_read_folio(&mut self, folio: FolioId, dev: u32, off: u32, nr: u32) -> bool {
         for i in 0..nr {
             let c = self.swap[dev as usize].content[(off + i) as usize];
             self.mem.pages[(folio + i) as usize].content = c;
@@ -247,10 +268,14 @@ impl Kernel {
             if self.generation().counts_swap_zero_io() {
                 self.stat.count(Vm::SwpinZero, nr as u64);
             }
-            return;
+            return false;
+        }
+        if self.zswap_load(folio, dev, off) {
+            return true;
         }
         self.stat.count(Vm::Pswpin, nr as u64);
         let done_ns = self.swap_device_read(dev, off, nr);
         self.clock_ns = self.clock_ns.max(done_ns);
+        false
     }
 }
