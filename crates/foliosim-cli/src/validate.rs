@@ -291,6 +291,13 @@ pub fn validate(validate_args: &ValidateArgs) -> Result<(), Failure> {
     let (scenario, profile, specs) = plan(validate_args, &Scenario::load)?;
     // what the machine cannot do is refused before the (possibly long) simulation
     let host = kernel_run::preflight(&specs)?;
+    // the simulator plays the host's cgroup version (zswap charges memcgs on v2 only)
+    let mut specs = specs;
+    if host.hierarchy.version == crate::live::cgroup::Version::V1 {
+        for spec in &mut specs {
+            spec.knobs.memory_cgroup_v1 = true;
+        }
+    }
     let sim_runs = run_all(&scenario, &specs)?;
     let live_runs = kernel_run::live_runs(&scenario, &host, &specs)?;
     if let Some(json) = &args.json {

@@ -29,8 +29,6 @@ pub enum TaskKind {
     },
     /// The writeback worker of the machine's one disk (wb_workfn, mm/page_writeback.rs).
     Flusher,
-    /// zswap's shrink worker (mm/zswap.rs), when zswap is on.
-    ZswapShrink,
 }
 
 pub struct Task {
@@ -291,12 +289,6 @@ impl Kernel {
                     }
                 }
                 Some(cpu_free)
-            }
-            TaskKind::ZswapShrink => {
-                self.zswap_shrink_worker();
-                self.tasks[t as usize].state = TaskState::Blocked;
-                self.tasks[t as usize].clock_ns = self.clock_ns;
-                Some(self.clock_ns)
             }
         }
     }

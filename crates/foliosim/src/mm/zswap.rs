@@ -14,10 +14,11 @@
 //! whole pages taken from the machine without direct reclaim (a failed page is reject_alloc_fail).
 //! The compressed bytes are charged to the folio's memcg (obj_cgroup_charge_zswap, forced, as
 //! zswap stores in reclaim). Loads are exclusive for a folio read into the swap cache: the entry
-//! is freed and the folio dirtied. The shrink worker (a kernel thread here, a workqueue item in
-//! the kernel) is queued when a store finds the pool full: it walks the memcgs round robin and
-//! writes back the oldest entry of each (second chance: a referenced entry is rotated once),
-//! until the pool is back under the accept threshold or MAX_RECLAIM_RETRIES walks failed.
+//! is freed and the folio dirtied. The shrink worker is queued when a store finds the pool full,
+//! and runs at once, as a workqueue item does on an idle CPU (its time is its own, not the
+//! storing task's): it walks the memcgs round robin and writes back the oldest entry of each
+//! (second chance: a referenced entry is rotated once), until the pool is back under the accept
+//! threshold or MAX_RECLAIM_RETRIES walks failed.
 //! Compression and decompression cost what the zram model's do (lzo, by content class); the
 //! compressed sizes are the zram model's too.
 //! Left out: the dynamic shrinker (shrinker_enabled is accepted and played live, not simulated),
@@ -94,8 +95,12 @@ pub struct Zswap {
     pub reached_full: bool,
     pub stat: ZswapStat,
     pub memcg: Vec<MemcgZswap>,
-    /// The shrink worker's kernel thread, when zswap is on.
-    pub shrink_task: Option<u32>,
+    /// The shrink worker is running (a store it causes does not queue it again).
+    shrink_running: bool,
+    /// CPU time the shrink worker took.
+    pub shrink_worker_ns: u64,
+    /// Times the shrink worker ran.
+    pub shrink_worker_runs: u64,
     /// The memcg the shrink worker visits next (zswap_next_shrink).
     next_shrink: usize,
 }
@@ -205,14 +210,18 @@ impl Kernel {
             > cur
     }
 
-    /// mem_cgroup_zswap_writeback_enabled: off when the memcg (flat under the root here) says 0.
+    /// mem_cgroup_zswap_writeback_enabled: off when the memcg (flat under the root here) says 0
+    /// (cgroup v1 has no such file: always on).
     pub fn zswap_writeback_enabled(&self, memcg: u16) -> bool {
-        memcg == 0 || self.spec.scenario.cgroups[memcg as usize - 1].zswap_writeback
+        memcg == 0
+            || self.spec.knobs.memory_cgroup_v1
+            || self.spec.scenario.cgroups[memcg as usize - 1].zswap_writeback
     }
 
-    /// obj_cgroup_may_zswap: the memcg's zswap usage is below its memory.zswap.max.
+    /// obj_cgroup_may_zswap: the memcg's zswap usage is below its memory.zswap.max (always
+    /// on cgroup v1).
     fn obj_cgroup_may_zswap(&self, memcg: u16) -> bool {
-        if memcg == 0 {
+        if memcg == 0 || self.spec.knobs.memory_cgroup_v1 {
             return true;
         }
         match self.spec.scenario.cgroups[memcg as usize - 1].zswap_max_bytes {
@@ -266,11 +275,16 @@ impl Kernel {
     }
 
     /// obj_cgroup_charge_zswap: charged even over memory.max (reclaim context, PF_MEMALLOC);
-    /// the page counter moves by whole pages as the bytes cross them (the object stock).
+    /// the page counter moves by whole pages as the bytes cross them (the object stock). The
+    /// memcg's zswap figures are kept on cgroup v1 too, where nothing is charged.
     fn obj_cgroup_charge_zswap(&mut self, memcg: u16, length: u64) {
         let z = &mut self.zswap.memcg[memcg as usize];
         z.bytes += length;
         z.pages += 1;
+        if self.spec.knobs.memory_cgroup_v1 {
+            // cgroup v1: zswap's memory is charged to no memcg
+            return;
+        }
         let pages = z.bytes.div_ceil(PAGE_SIZE);
         if pages > z.charged_pages {
             let more = pages - z.charged_pages;
@@ -470,11 +484,19 @@ impl Kernel {
         true
     }
 
-    /// queue_work(shrink_wq, &zswap_shrink_work): wakes the shrink worker unless it is queued.
+    /// queue_work(shrink_wq, &zswap_shrink_work): the worker runs at once, as on an idle CPU,
+    /// its time its own (the storing task's clock is not moved).
     fn zswap_queue_shrink(&mut self) {
-        if let Some(t) = self.zswap.shrink_task {
-            self.wake_task(t);
+        if self.zswap.shrink_running {
+            return;
         }
+        let clock_ns = self.clock_ns;
+        self.zswap.shrink_running = true;
+        self.zswap_shrink_worker();
+        self.zswap.shrink_running = false;
+        self.zswap.shrink_worker_ns += self.clock_ns - clock_ns;
+        self.zswap.shrink_worker_runs += 1;
+        self.clock_ns = clock_ns;
     }
 
     /// shrink_memcg: one step of the memcg's LRU walk (nr_to_walk = 1): the oldest entry is
@@ -536,7 +558,7 @@ impl Kernel {
     /// shrink_worker: memcgs round robin (the root included), one entry each, until the pool is
     /// under the accept threshold; MAX_RECLAIM_RETRIES failed walks (a full round counts as
     /// one from v6.12 only when nothing was tried in it) end it early.
-    pub fn zswap_shrink_worker(&mut self) {
+    fn zswap_shrink_worker(&mut self) {
         let mut failures = 0;
         let mut attempts = 0;
         let nr_memcgs = self.memcgs.len();
@@ -575,14 +597,296 @@ impl Kernel {
             }
         }
     }
+}
 
-    /// Creates the shrink worker's thread (asleep until a store finds the pool full).
-    pub fn spawn_zswap_shrinker(&mut self) {
-        use super::task::{Task, TaskKind, TaskState};
-        let id = self.tasks.len() as u32;
-        let mut t = Task::new(id, "zswap-shrink".into(), TaskKind::ZswapShrink, 0, 0);
-        t.state = TaskState::Blocked;
-        self.tasks.push(t);
-        self.zswap.shrink_task = Some(id);
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::mm::pagetable as pt;
+    use crate::mm::vmscan::ScanControl;
+
+    /// A 64 MiB machine (16,384 pages: a 1% pool is 163 pages, its 90% threshold 146) with a
+    /// zram device, zswap on, and the user task's mm. `extra` adds knobs and a cgroup.
+    fn boot(profile: &str, knobs: &str, cgroup: &str) -> (Kernel, u32) {
+        let toml = format!(
+            r#"
+name = "t"
+[[machine.node]]
+memory = "64M"
+cpus = 1
+[[swap]]
+name = "z"
+kind = "zram"
+size = "64M"
+{cgroup}
+[knobs]
+"/sys/kernel/mm/transparent_hugepage/enabled" = "never"
+"/sys/module/zswap/parameters/enabled" = "Y"
+"/sys/module/zswap/parameters/max_pool_percent" = "1"
+{knobs}
+[[task]]
+name = "t"
+{task_cgroup}
+ops = [{{ op = "mmap", region = "a", size = "4M" }}]
+"#,
+            task_cgroup = if cgroup.is_empty() {
+                ""
+            } else {
+                "cgroup = \"bench\""
+            },
+        );
+        let (k, t) = crate::mm::boot_for_test(&toml, profile);
+        let mm = k.tasks[t as usize].mm.expect("user mm");
+        (k, mm)
+    }
+
+    /// Writes `nr` pages of content class `data` into a new mapping; returns its first page.
+    fn write_pages(k: &mut Kernel, mm: u32, nr: u32, data: u8) -> u32 {
+        let start = k.mmap_anon(mm, nr);
+        for i in 0..nr {
+            k.touch(mm, start + i, true, data).unwrap();
+        }
+        start
+    }
+
+    fn folio_at(k: &Kernel, mm: u32, vpn: u32) -> FolioId {
+        let vi = k.mms[mm as usize].find_vma(vpn).unwrap();
+        let v = &k.mms[mm as usize].vmas[vi];
+        let pte = v.ptes[(vpn - v.start) as usize];
+        assert!(pt::is_present(pte));
+        k.mem.head_of(pt::pfn(pte))
+    }
+
+    fn swap_entry_at(k: &Kernel, mm: u32, vpn: u32) -> (u32, u32) {
+        let vi = k.mms[mm as usize].find_vma(vpn).unwrap();
+        let v = &k.mms[mm as usize].vmas[vi];
+        let pte = v.ptes[(vpn - v.start) as usize];
+        assert!(pt::is_swap(pte));
+        (pt::swap_device(pte), pt::swap_offset(pte))
+    }
+
+    /// Reclaims the folio mapping `vpn` as shrink_folio_list would after isolating it.
+    fn reclaim(k: &mut Kernel, mm: u32, vpn: u32) -> u64 {
+        let folio = folio_at(k, mm, vpn);
+        k.lruvec_del_folio(folio);
+        let mut sc = ScanControl::new(32, false);
+        sc.ignore_references = true;
+        k.shrink_folio_list(&mut vec![folio], &mut sc)
+    }
+
+    #[test]
+    fn a_full_pool_refuses_stores_until_it_is_back_under_the_accept_threshold() {
+        let (mut k, mm) = boot("v6.18", "", "");
+        let (max, thr) = (k.zswap_max_pages(), k.zswap_accept_thr_pages());
+        assert_eq!((max, thr), (163, 146));
+        let start = write_pages(&mut k, mm, 600, 128);
+        // Half-compressible pages (2,057 bytes, a 2,064-byte class): one pool page holds ~2.
+        let mut stored = Vec::new();
+        let mut vpn = start;
+        while k.zswap_total_pages() < max {
+            reclaim(&mut k, mm, vpn);
+            stored.push(swap_entry_at(&k, mm, vpn));
+            vpn += 1;
+        }
+        assert_eq!(k.stat.get(Vm::Zswpout), stored.len() as u64);
+        assert_eq!(k.stat.get(Vm::Pswpout), 0);
+        assert_eq!(k.zswap.stat.pool_limit_hit, 0);
+        // At the limit: the next folio is refused and goes to the device.
+        reclaim(&mut k, mm, vpn);
+        let (dev, off) = swap_entry_at(&k, mm, vpn);
+        vpn += 1;
+        assert!(!k.zswap.contains(dev, off));
+        assert_eq!(k.zswap.stat.pool_limit_hit, 1);
+        assert_eq!(k.stat.get(Vm::Pswpout), 1);
+        // The shrink worker only gave the oldest entries their second chance: none written back.
+        assert_eq!(k.stat.get(Vm::Zswpwb), 0);
+        assert!(k.zswap.reached_full);
+        // Below the limit but above the threshold: still refused (not counted as a limit hit).
+        let mut freed = stored.iter();
+        while k.zswap_total_pages() > thr + 1 {
+            let &(d, o) = freed.next().unwrap();
+            k.zswap_invalidate(d, o);
+        }
+        reclaim(&mut k, mm, vpn);
+        vpn += 1;
+        assert_eq!(k.stat.get(Vm::Pswpout), 2);
+        assert_eq!(k.zswap.stat.pool_limit_hit, 1);
+        // At the threshold: accepted again.
+        while k.zswap_total_pages() > thr {
+            let &(d, o) = freed.next().unwrap();
+            k.zswap_invalidate(d, o);
+        }
+        let zswpout = k.stat.get(Vm::Zswpout);
+        reclaim(&mut k, mm, vpn);
+        assert_eq!(k.stat.get(Vm::Zswpout), zswpout + 1);
+        assert_eq!(k.stat.get(Vm::Pswpout), 2);
+        assert!(!k.zswap.reached_full);
+    }
+
+    #[test]
+    fn the_shrink_worker_writes_back_the_oldest_entries_after_their_second_chance() {
+        let (mut k, mm) = boot("v6.18", "", "");
+        let start = write_pages(&mut k, mm, 1200, 128);
+        let mut vpn = start;
+        // Keep swapping out until the worker has turned over the whole LRU and written back.
+        while k.stat.get(Vm::Zswpwb) == 0 {
+            reclaim(&mut k, mm, vpn);
+            vpn += 1;
+            assert!(vpn < start + 1200, "no writeback");
+        }
+        // The first page stored was the first written back, to the device.
+        let (dev, off) = swap_entry_at(&k, mm, start);
+        assert!(!k.zswap.contains(dev, off));
+        assert_eq!(k.zswap.stat.written_back_pages, k.stat.get(Vm::Zswpwb));
+        assert!(k.zswap_total_pages() <= k.zswap_accept_thr_pages());
+        // Reading it back comes from the device; a page still in zswap comes from zswap.
+        let (pswpin, zswpin) = (k.stat.get(Vm::Pswpin), k.stat.get(Vm::Zswpin));
+        k.touch(mm, start, false, 0).unwrap();
+        assert_eq!(k.stat.get(Vm::Pswpin), pswpin + 1);
+        let in_zswap = (start..vpn)
+            .rev()
+            .find(|&p| {
+                let (d, o) = swap_entry_at(&k, mm, p);
+                k.zswap.contains(d, o)
+            })
+            .expect("a page still in zswap");
+        let (dev, off) = swap_entry_at(&k, mm, in_zswap);
+        k.touch(mm, in_zswap, false, 0).unwrap();
+        assert_eq!(k.stat.get(Vm::Zswpin), zswpin + 1);
+        // The slot was freed after the load: so was its entry.
+        assert!(!k.zswap.contains(dev, off));
+    }
+
+    #[test]
+    fn large_folios_are_stored_whole_from_v6_13_and_refused_before() {
+        let knobs = r#""/sys/kernel/mm/transparent_hugepage/hugepages-64kB/enabled" = "always""#;
+        for (profile, stored) in [("v6.10", false), ("v6.12", false), ("v6.18", true)] {
+            let (mut k, mm) = boot(profile, knobs, "");
+            let start = write_pages(&mut k, mm, 16, 128);
+            assert_eq!(k.mem.order(folio_at(&k, mm, start)), 4, "{profile}");
+            reclaim(&mut k, mm, start);
+            let (zswpout, pswpout) = (k.stat.get(Vm::Zswpout), k.stat.get(Vm::Pswpout));
+            if stored {
+                assert_eq!((zswpout, pswpout), (16, 0), "{profile}");
+                assert_eq!(k.stat.mthp[4][Mthp::Zswpout as usize], 1);
+            } else {
+                assert_eq!((zswpout, pswpout), (0, 16), "{profile}");
+                assert_eq!(k.stat.mthp[4][Mthp::Swpout as usize], 1);
+            }
+        }
+    }
+
+    #[test]
+    fn same_filled_pages_are_values_up_to_v6_11_and_zero_pages_go_to_the_zeromap_after() {
+        // v6.10: a zero and a same-filled page are both kept as values, without pool memory.
+        let (mut k, mm) = boot("v6.10", "", "");
+        let start = write_pages(&mut k, mm, 2, content::SAME_FILLED);
+        k.touch(mm, start, true, content::ZERO).unwrap();
+        reclaim(&mut k, mm, start);
+        reclaim(&mut k, mm, start + 1);
+        assert_eq!(k.stat.get(Vm::Zswpout), 2);
+        assert_eq!(k.zswap.stat.same_filled_pages, 2);
+        assert_eq!(k.zswap.pool_total_size(), 0);
+        // v6.12: the zero page never reaches zswap; the same-filled one is compressed.
+        let (mut k, mm) = boot("v6.12", "", "");
+        let start = write_pages(&mut k, mm, 2, content::SAME_FILLED);
+        k.touch(mm, start, true, content::ZERO).unwrap();
+        reclaim(&mut k, mm, start);
+        reclaim(&mut k, mm, start + 1);
+        assert_eq!(k.stat.get(Vm::Zswpout), 1);
+        assert_eq!(k.stat.get(Vm::Pswpout), 0);
+        assert_eq!(k.zswap.stat.same_filled_pages, 0);
+        assert_eq!(k.zswap.stat.stored_pages, 1);
+        assert_eq!(k.zswap.pool_total_size(), PAGE_SIZE);
+    }
+
+    #[test]
+    fn incompressible_pages_are_refused_before_v6_18_and_kept_as_they_are_after() {
+        let (mut k, mm) = boot("v6.12", "", "");
+        let start = write_pages(&mut k, mm, 1, u8::MAX);
+        reclaim(&mut k, mm, start);
+        assert_eq!(k.zswap.stat.reject_compress_poor, 1);
+        assert_eq!(k.stat.get(Vm::Pswpout), 1);
+        let (mut k, mm) = boot("v6.18", "", "");
+        let start = write_pages(&mut k, mm, 1, u8::MAX);
+        reclaim(&mut k, mm, start);
+        assert_eq!(k.zswap.stat.stored_incompressible_pages, 1);
+        assert_eq!(k.stat.get(Vm::Zswpout), 1);
+        assert_eq!(k.zswap.pool_total_size(), PAGE_SIZE);
+    }
+
+    #[test]
+    fn without_memcg_writeback_refused_folios_stay_in_memory_and_nothing_is_written_back() {
+        let cgroup = "[[cgroup]]\nname = \"bench\"\n\"memory.zswap.writeback\" = 0";
+        let (mut k, mm) = boot("v6.18", "", cgroup);
+        let start = write_pages(&mut k, mm, 1000, 128);
+        let max = k.zswap_max_pages();
+        let mut vpn = start;
+        while k.zswap_total_pages() < max {
+            assert_eq!(reclaim(&mut k, mm, vpn), 1);
+            vpn += 1;
+        }
+        // Refused at the limit again and again: each folio is kept (activated), none reaches the
+        // device, and the shrink worker writes nothing back however often it is queued.
+        for _ in 0..100 {
+            assert_eq!(reclaim(&mut k, mm, vpn), 0);
+            // unmapped, in the swap cache, on the active list
+            let (dev, off) = swap_entry_at(&k, mm, vpn);
+            let (folio, _) = k
+                .swap_cache_lookup(dev, off)
+                .expect("kept in the swap cache");
+            assert!(k.mem.test(folio, pg::ACTIVE) && k.mem.test(folio, pg::DIRTY));
+            vpn += 1;
+        }
+        assert_eq!(k.stat.get(Vm::Pswpout), 0);
+        assert_eq!(k.stat.get(Vm::Zswpwb), 0);
+        // The compressed pages are charged to the memcg (cgroup v2).
+        let z = k.zswap.memcg[1];
+        assert_eq!(z.bytes, z.pages * zram_compressed_bytes(128), "{z:?}");
+        assert!(k.memcgs[1].usage_pages >= 1000 - z.pages + z.bytes / PAGE_SIZE);
+    }
+
+    #[test]
+    fn a_memcg_at_its_zswap_max_is_refused() {
+        let cgroup = "[[cgroup]]\nname = \"bench\"\n\"memory.zswap.max\" = 0";
+        let (mut k, mm) = boot("v6.18", "", cgroup);
+        let start = write_pages(&mut k, mm, 4, 128);
+        for i in 0..4 {
+            reclaim(&mut k, mm, start + i);
+        }
+        assert_eq!(k.stat.get(Vm::Zswpout), 0);
+        assert_eq!(k.stat.get(Vm::Pswpout), 4);
+    }
+
+    #[test]
+    fn bad_zswap_settings_name_their_key() {
+        let base = "name = \"t\"\n[[machine.node]]\nmemory = \"1G\"\ncpus = 1\n[[task]]\nname = \"t\"\nops = [{ op = \"mmap\", region = \"a\", size = \"4M\" }]\n";
+        for (extra, key) in [
+            (
+                "[knobs]\n\"/sys/module/zswap/parameters/compressor\" = \"zstd\"\n",
+                "compressor",
+            ),
+            (
+                "[knobs]\n\"/sys/module/zswap/parameters/max_pool_percent\" = \"101\"\n",
+                "max_pool_percent",
+            ),
+            (
+                "[knobs]\n\"/sys/module/zswap/parameters/enabled\" = \"yes\"\n",
+                "enabled",
+            ),
+            (
+                "[[cgroup]]\nname = \"b\"\n\"memory.zswap.writeback\" = 2\n",
+                "memory.zswap.writeback",
+            ),
+            (
+                "[[cgroup]]\nname = \"b\"\n\"memory.zswap.max\" = \"lots\"\n",
+                "memory.zswap.max",
+            ),
+        ] {
+            let err = crate::Scenario::parse_str(&format!("{base}{extra}"), "t.toml")
+                .err()
+                .unwrap_or_else(|| panic!("accepted {extra}"));
+            assert!(err.to_string().contains(key), "{err}");
+        }
     }
 }

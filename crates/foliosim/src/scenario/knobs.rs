@@ -96,6 +96,10 @@ pub struct Knobs {
     pub zswap_accept_threshold_percent: u32,
     /// /sys/module/zswap/parameters/shrinker_enabled (default N, CONFIG_ZSWAP_SHRINKER_DEFAULT_ON=n).
     pub zswap_shrinker_enabled: bool,
+    /// memory_cgroup_v1 (a boot-time property, default 0): the memory controller is on the v1
+    /// hierarchy, where zswap charges nothing to memcgs and memory.zswap.* do not exist.
+    /// `foliosim validate` sets it from the host.
+    pub memory_cgroup_v1: bool,
 }
 
 /// The zswap compressors the model has costs and compressed sizes for (those of the zram
@@ -122,6 +126,8 @@ const ZSWAP_COMPRESSOR: &str = "/sys/module/zswap/parameters/compressor";
 const ZSWAP_MAX_POOL: &str = "/sys/module/zswap/parameters/max_pool_percent";
 const ZSWAP_ACCEPT: &str = "/sys/module/zswap/parameters/accept_threshold_percent";
 const ZSWAP_SHRINKER: &str = "/sys/module/zswap/parameters/shrinker_enabled";
+/// The knob naming the host's cgroup version (not a file: never written live).
+pub const MEMORY_CGROUP_V1: &str = "memory_cgroup_v1";
 
 /// A kernel bool parameter (param_set_bool: y/Y/1 or n/N/0).
 fn parse_param_bool(value: &str) -> Option<bool> {
@@ -178,6 +184,7 @@ impl Default for Knobs {
             zswap_max_pool_percent: 20,
             zswap_accept_threshold_percent: 90,
             zswap_shrinker_enabled: false,
+            memory_cgroup_v1: false,
         }
     }
 }
@@ -319,6 +326,10 @@ const SCALAR_KNOBS: &[KnobInfo] = &[
     KnobInfo {
         path: ZSWAP_SHRINKER,
         values: "Y|N",
+    },
+    KnobInfo {
+        path: MEMORY_CGROUP_V1,
+        values: "0|1 (a boot-time property: 1 = the memory controller on cgroup v1, where zswap is not charged to memcgs)",
     },
     KnobInfo {
         path: "CONFIG_THP_SWAP",
@@ -627,6 +638,13 @@ impl Knobs {
             ZSWAP_SHRINKER => {
                 self.zswap_shrinker_enabled = parse_param_bool(value).ok_or_else(bad)?;
             }
+            MEMORY_CGROUP_V1 => {
+                self.memory_cgroup_v1 = match value.trim() {
+                    "1" => true,
+                    "0" => false,
+                    _ => return Err(bad()),
+                };
+            }
             "CONFIG_THP_SWAP" => {
                 self.thp_swap = match value.trim() {
                     "y" => true,
@@ -687,6 +705,7 @@ impl Knobs {
             ZSWAP_MAX_POOL => self.zswap_max_pool_percent.to_string(),
             ZSWAP_ACCEPT => self.zswap_accept_threshold_percent.to_string(),
             ZSWAP_SHRINKER => param_bool_name(self.zswap_shrinker_enabled).to_string(),
+            MEMORY_CGROUP_V1 => (self.memory_cgroup_v1 as u8).to_string(),
             _ => return None,
         };
         Some(value)

@@ -195,15 +195,20 @@ pub(super) fn parse_cgroups(top: &Node, total_memory_bytes: u64) -> Res<Vec<Cgro
         let zswap_max_bytes = match cg.table.get("memory.zswap.max") {
             None => None,
             Some(Value::String(s)) if s.trim() == "max" => None,
-            Some(Value::String(s)) => Some(
-                super::units::parse_size(s)
-                    .map_err(|_| cg.err("memory.zswap.max", format!("expected a size such as 64M, 0 or \"max\", found {s:?}")))?,
-            ),
+            Some(Value::String(s)) => Some(super::units::parse_size(s).map_err(|_| {
+                cg.err(
+                    "memory.zswap.max",
+                    format!("expected a size such as 64M, 0 or \"max\", found {s:?}"),
+                )
+            })?),
             Some(Value::Integer(i)) if *i >= 0 => Some(*i as u64),
             Some(v) => {
                 return Err(cg.err(
                     "memory.zswap.max",
-                    format!("expected a size such as 64M, 0 or \"max\", found {}", describe(v)),
+                    format!(
+                        "expected a size such as 64M, 0 or \"max\", found {}",
+                        describe(v)
+                    ),
                 ))
             }
         };

@@ -2,9 +2,7 @@
 //! iterations) into a `RunResult`, and the time series.
 
 use super::result::RunResult;
-use crate::mm::vmstat::{
-    Vm, MEMCG_NAMES, MTHP_NAMES, VM_NAMES, ZSWAP_MEMCG, ZSWAP_MTHP, ZSWAP_VM,
-};
+use crate::mm::vmstat::{Vm, MEMCG_NAMES, MTHP_NAMES, VM_NAMES, ZSWAP_MEMCG, ZSWAP_MTHP, ZSWAP_VM};
 use crate::mm::Kernel;
 use crate::scenario::knobs::{order_size_name, ANON_ORDERS};
 use crate::scenario::Counters;
@@ -178,7 +176,10 @@ pub fn build(k: &Kernel, w: &Workload, series: Series) -> RunResult {
             ("pool_total_size", k.zswap.pool_total_size()),
             ("stored_pages", st.stored_pages),
             ("same_filled_pages", st.same_filled_pages),
-            ("stored_incompressible_pages", st.stored_incompressible_pages),
+            (
+                "stored_incompressible_pages",
+                st.stored_incompressible_pages,
+            ),
             ("pool_limit_hit", st.pool_limit_hit),
             ("written_back_pages", st.written_back_pages),
             ("reject_reclaim_fail", st.reject_reclaim_fail),

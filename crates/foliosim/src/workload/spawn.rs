@@ -62,9 +62,6 @@ pub fn spawn(k: &mut Kernel) -> Result<Workload, InputError> {
     }
     // After the workload's tasks, so that their ids do not depend on it.
     k.spawn_flusher();
-    if k.spec.knobs.zswap_enabled {
-        k.spawn_zswap_shrinker();
-    }
     w.add_kernel_threads(k);
     Ok(w)
 }
