@@ -121,6 +121,13 @@ fn zs_class_bytes(length: u64) -> u64 {
     length.max(ZS_MIN_ALLOC_SIZE).div_ceil(ZS_SIZE_CLASS_DELTA) * ZS_SIZE_CLASS_DELTA
 }
 
+impl MemcgZswap {
+    /// Pages of the memcg's page counter that zswap's data holds.
+    pub fn charged_pages(&self) -> u64 {
+        self.charged_pages
+    }
+}
+
 impl Zswap {
     pub fn new(enabled: bool, nr_devices: usize, nr_memcgs: usize) -> Zswap {
         Zswap {
@@ -721,6 +728,12 @@ ops = [{{ op = "mmap", region = "a", size = "4M" }}]
         assert_eq!(k.stat.get(Vm::Zswpout), zswpout + 1);
         assert_eq!(k.stat.get(Vm::Pswpout), 2);
         assert!(!k.zswap.reached_full);
+        assert_consistent(&k);
+    }
+
+    fn assert_consistent(k: &Kernel) {
+        let v = crate::check::check(k);
+        assert!(v.is_empty(), "{v:?}");
     }
 
     #[test]
@@ -840,10 +853,11 @@ ops = [{{ op = "mmap", region = "a", size = "4M" }}]
         }
         assert_eq!(k.stat.get(Vm::Pswpout), 0);
         assert_eq!(k.stat.get(Vm::Zswpwb), 0);
-        // The compressed pages are charged to the memcg (cgroup v2).
+        // The compressed pages are charged to the memcg (cgroup v2), as whole pages.
         let z = k.zswap.memcg[1];
         assert_eq!(z.bytes, z.pages * zram_compressed_bytes(128), "{z:?}");
-        assert!(k.memcgs[1].usage_pages >= 1000 - z.pages + z.bytes / PAGE_SIZE);
+        assert_eq!(z.charged_pages(), z.bytes.div_ceil(PAGE_SIZE));
+        assert_consistent(&k);
     }
 
     #[test]
@@ -856,6 +870,21 @@ ops = [{{ op = "mmap", region = "a", size = "4M" }}]
         }
         assert_eq!(k.stat.get(Vm::Zswpout), 0);
         assert_eq!(k.stat.get(Vm::Pswpout), 4);
+    }
+
+    #[test]
+    fn on_cgroup_v1_zswap_charges_no_memcg_and_has_no_zswap_max() {
+        let cgroup = "[[cgroup]]\nname = \"bench\"\n\"memory.zswap.max\" = 0";
+        let (mut k, mm) = boot("v6.18", "\"memory_cgroup_v1\" = \"1\"", cgroup);
+        let start = write_pages(&mut k, mm, 8, 128);
+        let usage = k.memcgs[1].usage_pages;
+        for i in 0..8 {
+            reclaim(&mut k, mm, start + i);
+        }
+        assert_eq!(k.stat.get(Vm::Zswpout), 8);
+        assert_eq!(k.memcgs[1].usage_pages + 8, usage);
+        assert_eq!(k.zswap.memcg[1].charged_pages(), 0);
+        assert_consistent(&k);
     }
 
     #[test]
