@@ -20,8 +20,11 @@ const VMSTAT_ROWS: &[&str] = &[
     "oom_kill",
 ];
 
-/// Shown only when some run counted something: tiering, migration and TLB counters.
+/// Shown only when some run counted something: zswap, tiering, migration and TLB counters.
 const OPTIONAL_VMSTAT_ROWS: &[&str] = &[
+    "zswpout",
+    "zswpin",
+    "zswpwb",
     "numa_pte_updates",
     "numa_hint_faults",
     "numa_pages_migrated",
@@ -129,6 +132,27 @@ pub fn comparison(scenario: &Scenario, runs: &[RunResult]) -> Table {
             })
             .collect();
         rows.push((format!("hugepages-{size}/{counter}"), cells));
+    }
+    // zswap's debugfs figures, for runs with zswap on; the level ones are 0 once the tasks exit
+    let mut zswap_keys: Vec<&String> = Vec::new();
+    for run in runs {
+        for (name, value) in &run.zswap {
+            if *value != 0 && !zswap_keys.contains(&name) {
+                zswap_keys.push(name);
+            }
+        }
+    }
+    zswap_keys.sort();
+    for name in zswap_keys {
+        let cells = runs
+            .iter()
+            .map(|r| {
+                r.zswap
+                    .get(name)
+                    .map_or(MISSING.to_string(), |v| v.to_string())
+            })
+            .collect();
+        rows.push((format!("zswap/{name}"), cells));
     }
     Table { columns, rows }
 }
@@ -332,6 +356,7 @@ mod tests {
             mthp: Default::default(),
             memcg: Default::default(),
             zram: Default::default(),
+            zswap: Default::default(),
             tasks: task_names
                 .iter()
                 .enumerate()

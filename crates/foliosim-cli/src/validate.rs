@@ -402,6 +402,13 @@ pub fn validate(validate_args: &ValidateArgs) -> Result<(), Failure> {
     let (scenario, profile, specs) = plan(validate_args, &Scenario::load)?;
     // what the machine cannot do is refused before the (possibly long) simulation
     let host = kernel_run::preflight(&specs)?;
+    // the simulator plays the host's cgroup version (zswap charges memcgs on v2 only)
+    let mut specs = specs;
+    if host.hierarchy.version == crate::live::cgroup::Version::V1 {
+        for spec in &mut specs {
+            spec.knobs.memory_cgroup_v1 = true;
+        }
+    }
     let sim_runs = run_all(&scenario, &specs)?;
     // the live kernel varies from run to run: each repetition plays every variant once
     let mut repetitions = Vec::new();
@@ -487,6 +494,7 @@ mod tests {
             mthp: Default::default(),
             memcg: Default::default(),
             zram: Default::default(),
+            zswap: Default::default(),
             tasks: vec![],
             iterations: vec![],
             series: Default::default(),

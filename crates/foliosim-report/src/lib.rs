@@ -23,6 +23,8 @@ pub struct RunJson {
     pub mthp: BTreeMap<String, BTreeMap<String, u64>>,
     pub memcg: BTreeMap<String, BTreeMap<String, u64>>,
     pub zram: BTreeMap<String, BTreeMap<String, u64>>,
+    #[serde(default)]
+    pub zswap: BTreeMap<String, u64>,
     pub tasks: Vec<Map<String, Value>>,
     pub iterations: Vec<Map<String, Value>>,
     pub series: BTreeMap<String, Vec<u64>>,
@@ -54,6 +56,7 @@ impl RunJson {
             mthp: self.mthp.clone(),
             memcg: self.memcg.clone(),
             zram: self.zram.clone(),
+            zswap: self.zswap.clone(),
             tasks: self.tasks.clone(),
             iterations: self.iterations.clone(),
             series: self.series.clone(),

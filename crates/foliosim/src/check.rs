@@ -276,7 +276,7 @@ pub fn check(k: &Kernel) -> Vec<String> {
     }
 
     // Each cgroup's page counter: its folios (a migrated source kept by MIGRC gave its charge to
-    // the destination) and its stocked pages.
+    // the destination), its stocked pages and the pages of zswap's compressed data charged to it.
     let mut charged = vec![0u64; k.memcgs.len()];
     for (pfn, p) in k.mem.pages.iter().enumerate() {
         if p.is_head() {
@@ -288,6 +288,7 @@ pub fn check(k: &Kernel) -> Vec<String> {
     }
     for (m, cg) in k.memcgs.iter().enumerate().skip(1) {
         let stocked = k.stocked_pages(m as u16);
+        charged[m] += k.zswap.memcg[m].charged_pages();
         if cg.usage_pages != charged[m] + stocked {
             out.push(format!(
                 "memcg {}: usage {} pages but {} in folios + {stocked} stocked",

@@ -117,6 +117,22 @@ pub fn detect() -> Result<Hierarchy, String> {
     Err("no memory cgroup controller is mounted (cgroup v2 with memory, or the v1 memory hierarchy)".into())
 }
 
+/// A cgroup's memory.zswap.max (None = max) and memory.zswap.writeback.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ZswapLimits {
+    pub max_bytes: Option<u64>,
+    pub writeback: bool,
+}
+
+impl Default for ZswapLimits {
+    fn default() -> Self {
+        ZswapLimits {
+            max_bytes: None,
+            writeback: true,
+        }
+    }
+}
+
 impl Hierarchy {
     /// Makes an empty cgroup `name` in the parent directory.
     pub fn make(&self, name: &str) -> Result<PathBuf, String> {
@@ -133,12 +149,25 @@ impl Hierarchy {
         dir: &Path,
         limit_bytes: Option<u64>,
         swappiness: u32,
+        zswap: &ZswapLimits,
     ) -> Result<(), String> {
         match self.version {
             Version::V2 => {
                 if let Some(limit) = limit_bytes {
                     write(dir.join("memory.max"), &limit.to_string())?;
                 }
+                if let Some(max) = zswap.max_bytes {
+                    write(dir.join("memory.zswap.max"), &max.to_string())?;
+                }
+                if !zswap.writeback {
+                    write(dir.join("memory.zswap.writeback"), "0")?;
+                }
+            }
+            Version::V1 if *zswap != ZswapLimits::default() => {
+                return Err(format!(
+                    "cgroup v1 has no memory.zswap.max or memory.zswap.writeback, which {} needs",
+                    dir.display()
+                ));
             }
             Version::V1 => {
                 if let Some(limit) = limit_bytes {

@@ -16,6 +16,8 @@ use super::{signal, sys, LiveError};
 pub(super) struct Snapshot {
     pub(super) vmstat: Counters,
     pub(super) mthp: BTreeMap<String, Counters>,
+    /// zswap's debugfs figures, when debugfs is mounted.
+    pub(super) zswap: Counters,
 }
 
 impl Snapshot {
@@ -23,7 +25,19 @@ impl Snapshot {
         Snapshot {
             vmstat: sys::parse_name_values(&sys::read("/proc/vmstat").unwrap_or_default()),
             mthp: sys::read_mthp_stats(),
+            zswap: sys::read_zswap_debugfs(),
         }
+    }
+
+    /// zswap's figures over a run: levels as they are at the end, events as the run's deltas.
+    pub(super) fn zswap_delta(before: &Snapshot, after: &Snapshot) -> Counters {
+        let mut c = sys::delta(&before.zswap, &after.zswap);
+        for level in sys::ZSWAP_LEVELS {
+            if let Some(&v) = after.zswap.get(*level) {
+                c.insert(level.to_string(), v);
+            }
+        }
+        c
     }
 }
 

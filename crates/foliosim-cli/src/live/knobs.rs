@@ -1,13 +1,13 @@
 //! Which kernel knobs a live run writes: every knob of foliosim's table, at the value the
 //! resolved run uses (the simulator runs with the kernel's defaults for what a scenario leaves
-//! unset; the live kernel may have been booted or configured otherwise), plus zswap off, which
-//! foliosim does not model. A knob already at its value is not written; a missing file is refused
-//! unless the run wants the kernel default there.
+//! unset; the live kernel may have been booted or configured otherwise), the zswap module
+//! parameters included (so zswap is off unless the run turns it on). A knob already at its value
+//! is not written; a missing file is refused unless the run wants the kernel default there.
 
-use foliosim::scenario::knobs::knob_paths;
+use foliosim::scenario::knobs::{knob_paths, MEMORY_CGROUP_V1};
 use foliosim::scenario::Knobs;
 
-use super::sys::{same_knob_value, ZSWAP_ENABLED};
+use super::sys::same_knob_value;
 
 /// The build option a scenario can name as a knob; it is checked, never written.
 pub const THP_SWAP_OPTION: &str = "CONFIG_THP_SWAP";
@@ -23,19 +23,17 @@ pub struct Change {
 /// (path, value) of every knob file a run wants, in table order. `min_free_kbytes` is left to
 /// the kernel unless the run sets it, as foliosim computes it at boot like the kernel does.
 pub fn wanted(knobs: &Knobs) -> Vec<(String, String)> {
-    let mut out: Vec<(String, String)> = knob_paths()
+    knob_paths()
         .into_iter()
-        .filter(|p| p != THP_SWAP_OPTION)
+        .filter(|p| p != THP_SWAP_OPTION && p != MEMORY_CGROUP_V1)
         .filter(|p| p != "/proc/sys/vm/min_free_kbytes" || knobs.min_free_kbytes.is_some())
         .filter_map(|p| knobs.get(&p).map(|v| (p, v)))
-        .collect();
-    out.push((ZSWAP_ENABLED.to_string(), "N".to_string()));
-    out
+        .collect()
 }
 
 /// The writes that take the kernel from its current values (`read` gives a file's value, None
 /// when the kernel has no such file) to `wanted`. A missing file is an error unless the value
-/// wanted there is foliosim's default (or zswap off, which a kernel without zswap already is).
+/// wanted there is foliosim's default (zswap off, say, on a kernel without zswap).
 pub fn plan(
     wanted: &[(String, String)],
     read: impl Fn(&str) -> Option<String>,
@@ -45,10 +43,9 @@ pub fn plan(
     for (path, value) in wanted {
         match read(path) {
             None => {
-                let is_default = path == ZSWAP_ENABLED
-                    || defaults
-                        .get(path)
-                        .is_some_and(|d| same_knob_value(&d, value));
+                let is_default = defaults
+                    .get(path)
+                    .is_some_and(|d| same_knob_value(&d, value));
                 if !is_default {
                     return Err(format!(
                         "this kernel has no {path}, which the run sets to {value}"
@@ -72,6 +69,7 @@ mod tests {
     use std::collections::BTreeMap;
 
     const THP: &str = "/sys/kernel/mm/transparent_hugepage";
+    const ZSWAP_ENABLED: &str = "/sys/module/zswap/parameters/enabled";
 
     #[test]
     fn wanted_covers_every_knob_at_the_runs_value() {

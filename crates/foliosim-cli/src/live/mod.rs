@@ -217,6 +217,11 @@ fn run_in(
             mthp,
             memcg,
             zram,
+            zswap: if spec.knobs.zswap_enabled {
+                Snapshot::zswap_delta(&before, &after)
+            } else {
+                Counters::new()
+            },
             tasks,
             iterations,
             series: played.series.cols,

@@ -60,6 +60,19 @@ pub fn preflight(specs: &[RunSpec]) -> Result<Host, LiveError> {
                 }
             }
         }
+        // memory.zswap.* exist on cgroup v2 only
+        let zswap_limited = spec
+            .scenario
+            .cgroups
+            .iter()
+            .find(|cg| cg.zswap_max_bytes.is_some() || !cg.zswap_writeback);
+        if let (Some(cg), cgroup::Version::V1) = (zswap_limited, hierarchy.version) {
+            return Err(unsupported(format!(
+                "{run}: cgroup {} sets memory.zswap.max or memory.zswap.writeback, which this \
+                 machine's cgroup v1 memory controller does not have",
+                cg.name
+            )));
+        }
         let changes = knobs::plan(&knobs::wanted(&spec.knobs), read_knob)
             .map_err(|e| unsupported(format!("{run}: {e}")))?;
         // a read-only /sys or /proc (a container) shows at open time, before anything is written

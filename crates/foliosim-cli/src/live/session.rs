@@ -85,10 +85,11 @@ impl Session {
         name: &str,
         limit_bytes: Option<u64>,
         swappiness: u32,
+        zswap: &super::cgroup::ZswapLimits,
     ) -> Result<PathBuf, String> {
         let dir = hierarchy.make(name)?;
         self.undo.push(Undo::Cgroup(hierarchy.clone(), dir.clone()));
-        hierarchy.configure(&dir, limit_bytes, swappiness)?;
+        hierarchy.configure(&dir, limit_bytes, swappiness, zswap)?;
         Ok(dir)
     }
 

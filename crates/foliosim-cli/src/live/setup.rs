@@ -109,6 +109,10 @@ pub(super) fn set_up(
                 &format!("{prefix}-{}", cg.name),
                 cg.memory_max_bytes,
                 spec.knobs.swappiness,
+                &super::cgroup::ZswapLimits {
+                    max_bytes: cg.zswap_max_bytes,
+                    writeback: cg.zswap_writeback,
+                },
             )
             .map_err(failed)?;
         eprintln!("  cgroup {}: {}", cg.name, dir.display());
@@ -123,6 +127,7 @@ pub(super) fn set_up(
                 &format!("{prefix}@default"),
                 None,
                 spec.knobs.swappiness,
+                &Default::default(),
             )
             .map_err(failed)?;
         eprintln!("  cgroup (tasks without one): {}", dir.display());

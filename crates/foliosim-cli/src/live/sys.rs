@@ -8,7 +8,6 @@ use foliosim::scenario::profile::BASE_PROFILES;
 use foliosim::scenario::Counters;
 
 pub const THP_DIR: &str = "/sys/kernel/mm/transparent_hugepage";
-pub const ZSWAP_ENABLED: &str = "/sys/module/zswap/parameters/enabled";
 
 /// A file's text, or None when it does not exist or cannot be read.
 pub fn read(path: impl AsRef<Path>) -> Option<String> {
@@ -101,6 +100,29 @@ pub fn delta(before: &Counters, after: &Counters) -> Counters {
         .map(|(k, v)| (k.clone(), v.saturating_sub(*before.get(k).unwrap_or(&0))))
         .collect()
 }
+
+/// zswap's debugfs figures (/sys/kernel/debug/zswap/*), empty when debugfs is not mounted.
+pub fn read_zswap_debugfs() -> Counters {
+    let Ok(entries) = std::fs::read_dir("/sys/kernel/debug/zswap") else {
+        return Counters::new();
+    };
+    entries
+        .flatten()
+        .filter_map(|e| {
+            let name = e.file_name().to_str()?.to_string();
+            let value = read(e.path())?.trim().parse::<u64>().ok()?;
+            Some((name, value))
+        })
+        .collect()
+}
+
+/// zswap's debugfs figures that are levels (what the pool holds now); the rest count events.
+pub const ZSWAP_LEVELS: &[&str] = &[
+    "pool_total_size",
+    "stored_pages",
+    "same_filled_pages",
+    "stored_incompressible_pages",
+];
 
 /// Every `hugepages-<size>/stats/*` counter, by size name (`64kB`).
 pub fn read_mthp_stats() -> BTreeMap<String, Counters> {

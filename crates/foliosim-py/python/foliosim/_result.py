@@ -6,6 +6,8 @@ and `seed`, then:
 - `mthp`: one row per (run, mTHP size): `size` ("64kB") and the size's counters;
 - `memcg`: one row per (run, cgroup): `cgroup` and its counters;
 - `zram`: one row per (run, zram device): `device` and its mm_stat fields;
+- `zswap`: one row per run with zswap enabled: zswap's debugfs figures (`pool_total_size`,
+  `stored_pages`, `written_back_pages`, `pool_limit_hit`, `reject_*`);
 - `tasks`: one row per (run, task): the task's fields (`name`, `exit_ns`, ...), its
   `time_breakdown_ns` as one column per category (`time_zeroing_ns`, ...; docs/hardware.md);
 - `iterations`: one row per (run, iteration): `iteration` (from 1) and the generator's fields;
@@ -104,6 +106,10 @@ class Result:
     @cached_property
     def zram(self) -> pd.DataFrame:
         return self._frame(lambda r: [{"device": d, **c} for d, c in r["zram"].items()])
+
+    @cached_property
+    def zswap(self) -> pd.DataFrame:
+        return self._frame(lambda r: [r["zswap"]] if r.get("zswap") else [])
 
     @cached_property
     def tasks(self) -> pd.DataFrame:

@@ -35,7 +35,8 @@ RUN_PARAMETERS = ("profile", "variant", "seed")
 def summary_row(run: Mapping[str, Any]) -> dict:
     """One run of a result document as flat columns: `sim_time_ns`; every vmstat counter by its
     name; `hugepages-<size>/<counter>` per mTHP size (the CLI table's names);
-    `memcg:<cgroup>:<counter>`; `zram:<device>:<field>`; `task:<name>:<field>` for each task's
+    `memcg:<cgroup>:<counter>`; `zram:<device>:<field>`; `zswap:<field>` (runs with zswap on);
+    `task:<name>:<field>` for each task's
     numeric fields; `iterations`, the number of iterations."""
     row = {"sim_time_ns": run["sim_time_ns"]}
     row.update(run["vmstat"])
@@ -45,6 +46,7 @@ def summary_row(run: Mapping[str, Any]) -> dict:
         row.update({f"memcg:{group}:{k}": v for k, v in counters.items()})
     for device, fields in run["zram"].items():
         row.update({f"zram:{device}:{k}": v for k, v in fields.items()})
+    row.update({f"zswap:{k}": v for k, v in run.get("zswap", {}).items()})
     for task in run["tasks"]:
         row.update(
             {

@@ -309,7 +309,9 @@ impl Kernel {
                 self.memcgs[memcg as usize].count(Memcg::Pgmajfault, 1);
                 let bypass = self.swap[dev as usize].synchronous()
                     && self.swap[dev as usize].swap_count(off) == 1;
-                let mut order = if bypass && self.generation().swaps_in_large_folios() {
+                // v6.12+: no large swap-in once zswap was ever on (zswap_never_enabled).
+                let large = self.generation().swaps_in_large_folios() && !self.zswap.ever_enabled;
+                let mut order = if bypass && large {
                     self.swap_folio_order(mm, vi, vpn, dev, off)
                 } else {
                     0
@@ -362,11 +364,14 @@ impl Kernel {
                 if !bypass {
                     self.add_to_swap_cache(folio, dev, base_off);
                 }
-                self.swap_read_folio(folio, dev, base_off, nr);
+                let from_zswap = self.swap_read_folio(folio, dev, base_off, nr);
                 if order > 0 {
                     self.stat.count_mthp(order, Mthp::Swpin);
                 }
-                self.memcgs[memcg as usize].count(Memcg::Pswpin, nr as u64);
+                if !from_zswap {
+                    self.memcgs[memcg as usize].count(Memcg::Pswpin, nr as u64);
+                }
+                // a zswap load refaults as a device read does: the shadow is the swap cache's
                 if shadow.is_some() {
                     self.workingset_refault(folio, shadow);
                 }

@@ -33,6 +33,7 @@ pub mod vma;
 pub mod vmscan;
 pub mod vmstat;
 pub mod workingset;
+pub mod zswap;
 
 use crate::machine::hw::HwCosts;
 use crate::scenario::{InputError, RunSpec, Tier};
@@ -128,6 +129,8 @@ pub struct Kernel {
     pub files: Vec<filemap::File>,
     /// The disk's writeback state and flusher.
     pub wb: page_writeback::BdiWriteback,
+    /// The zswap pool in front of the swap devices.
+    pub zswap: zswap::Zswap,
 }
 
 impl Kernel {
@@ -199,6 +202,7 @@ impl Kernel {
             .map(|_| tlb::CpuTlb::new(hw.dtlb_entries as usize))
             .collect();
 
+        let zswap = zswap::Zswap::new(spec.knobs.zswap_enabled, swap.len(), memcgs.len());
         let mut k = Kernel {
             spec: spec.clone(),
             hw,
@@ -234,6 +238,7 @@ impl Kernel {
             reclaim_scratch: Vec::new(),
             files: Vec::new(),
             wb: Default::default(),
+            zswap,
             zram_pages: Vec::new(),
             zeromap: Vec::new(),
             deferred_split_queue: std::collections::VecDeque::new(),
@@ -247,6 +252,11 @@ impl Kernel {
             })
             .collect();
         k.zeromap = k.swap.iter().map(|s| vec![false; s.max as usize]).collect();
+        if k.spec.knobs.zswap_enabled {
+            for si in &mut k.swap {
+                si.zswap_present = vec![false; si.max as usize];
+            }
+        }
         Ok(k)
     }
 

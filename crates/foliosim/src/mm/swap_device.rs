@@ -26,14 +26,28 @@ pub struct ZramStat {
 
 /// Compression time of a page of content class `c`: `typical_ns` is for class 128; LZO works
 /// faster the more it finds to match, from a quarter of an incompressible page's time up.
-fn zram_compress_ns(typical_ns: u64, c: u8) -> u64 {
+pub(super) fn zram_compress_ns(typical_ns: u64, c: u8) -> u64 {
     let incompressible_ns = typical_ns * 8 / 5;
     incompressible_ns / 4 + incompressible_ns * 3 * c as u64 / (4 * 255)
 }
 
 /// Compressed size of a page of content class `c` (1 = compresses best, 255 = incompressible).
-fn zram_compressed_bytes(c: u8) -> u64 {
+pub(super) fn zram_compressed_bytes(c: u8) -> u64 {
     (4096 * c as u64).div_ceil(255).max(64)
+}
+
+/// page_same_filled's scan of a page of class `c`: it reads until a word differs from the first,
+/// the whole page for same-filled ones (and a sparse page whose data is at its end).
+pub(super) fn same_filled_scan_ns(hw: &crate::machine::hw::HwCosts, c: u8) -> u64 {
+    let reads_whole_page = matches!(
+        c,
+        content::ZERO | content::SAME_FILLED | content::SPARSE_TAIL
+    );
+    if reads_whole_page {
+        hw.zram_same_page_ns
+    } else {
+        hw.dram_read_latency_ns
+    }
 }
 
 impl super::swapfile::SwapInfo {
@@ -42,8 +56,19 @@ impl super::swapfile::SwapInfo {
         matches!(self.kind, SwapKind::Brd | SwapKind::Zram)
     }
 
+    /// The slot is free again: zram forgets its object (zram_slot_free_notify), and zswap's
+    /// entry for it is invalidated (its accounting is settled by `Kernel::zswap_settle`).
+    pub fn slot_freed(&mut self, off: u32) {
+        self.zram_free(off);
+        if let Some(present) = self.zswap_present.get_mut(off as usize) {
+            if std::mem::take(present) {
+                self.zswap_freed.push(off);
+            }
+        }
+    }
+
     /// zram's slot-free notification: forget the stored object.
-    pub fn zram_free(&mut self, off: u32) {
+    fn zram_free(&mut self, off: u32) {
         if self.kind != SwapKind::Zram || !self.zram_stored[off as usize] {
             return;
         }
@@ -123,16 +148,7 @@ impl Kernel {
                     let c = si.content[s as usize];
                     si.zram_stored[s as usize] = true;
                     si.zram.pages_stored += 1;
-                    // page_same_filled reads until a word differs from the first one.
-                    let reads_whole_page = matches!(
-                        c,
-                        content::ZERO | content::SAME_FILLED | content::SPARSE_TAIL
-                    );
-                    cpu += if reads_whole_page {
-                        hw.zram_same_page_ns
-                    } else {
-                        hw.dram_read_latency_ns
-                    };
+                    cpu += same_filled_scan_ns(hw, c);
                     if c <= content::SAME_FILLED {
                         si.zram.same_pages += 1;
                     } else {

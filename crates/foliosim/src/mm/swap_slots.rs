@@ -80,7 +80,7 @@ impl Kernel {
         let si = &mut self.swap[dev as usize];
         debug_assert_eq!(si.swap_map[off as usize], SWAP_HAS_CACHE);
         si.free_slots_range(off, 1, now);
-        si.zram_free(off);
+        si.slot_freed(off);
     }
 
     /// folio_alloc_swap for an order-0 folio.
@@ -114,6 +114,7 @@ impl Kernel {
     /// free_swap_slot: the last reference to an order-0 slot went away. The slot stays marked
     /// SWAP_HAS_CACHE while this CPU's cache holds it.
     pub fn free_swap_slot(&mut self, dev: u32, off: u32) {
+        self.zswap_invalidate(dev, off);
         if !self.slot_cache_exists() || !self.slot_cache.active {
             self.swap[dev as usize].swap_map[off as usize] = SWAP_HAS_CACHE;
             self.release_swap_slot(dev, off);

@@ -6,8 +6,8 @@
 //! reads back as zeros without I/O), and free_swap_and_cache / folio_free_swap of mm/swapfile.c
 //! (v6.9–v6.18).
 //! The cache is one folio id per slot (the newest kernels' swap table, in effect). Left out:
-//! readahead, zswap, and swap-cache races. Evicted folios leave their shadow entries in their
-//! slots (mm/workingset.rs).
+//! readahead and swap-cache races. Evicted folios leave their shadow entries in their slots
+//! (mm/workingset.rs); zswap is mm/zswap.rs.
 
 use super::folio::{pg, FolioId, NIL};
 use super::swapfile::SWAP_HAS_CACHE;
@@ -15,6 +15,17 @@ use super::vmstat::{Memcg, Mthp, Vm};
 use super::workingset::Shadow;
 use super::Kernel;
 use crate::scenario::knobs::PMD_ORDER;
+
+/// What swap_writepage did with a folio.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SwapWrite {
+    /// Written (or kept by the zeromap or zswap): the folio can be freed now.
+    Done,
+    /// Under writeback to an asynchronous device.
+    InFlight,
+    /// Kept in memory (AOP_WRITEPAGE_ACTIVATE): reclaim activates it.
+    Activate,
+}
 
 const OFFSET_BITS: u32 = 27;
 const OFFSET_MASK: u32 = (1 << OFFSET_BITS) - 1;
@@ -101,7 +112,7 @@ impl Kernel {
         if whole {
             si.free_slots_range(off, nr, now);
             for s in off..off + nr {
-                si.zram_free(s);
+                si.slot_freed(s);
             }
             return;
         }
@@ -164,8 +175,8 @@ impl Kernel {
         }
     }
 
-    /// swap_writepage: write the folio out. Returns true when the write completed synchronously.
-    pub fn swap_writepage(&mut self, folio: FolioId) -> bool {
+    /// swap_writepage: write the folio out (to the zeromap, zswap or the device).
+    pub fn swap_writepage(&mut self, folio: FolioId) -> SwapWrite {
         let (dev, off) = self.folio_swap_entry(folio);
         let nr = self.mem.nr_pages(folio);
         let order = self.mem.order(folio);
@@ -184,14 +195,22 @@ impl Kernel {
                 if self.generation().counts_swap_zero_io() {
                     self.stat.count(Vm::SwpoutZero, nr as u64);
                 }
-                return true;
+                return SwapWrite::Done;
             }
+        }
+        if self.zswap_store(folio) {
+            return SwapWrite::Done;
+        }
+        let memcg = self.mem.memcg(folio) as usize;
+        if !self.zswap_writeback_enabled(memcg as u16) {
+            // memory.zswap.writeback=0: what zswap refused stays in memory (AOP_WRITEPAGE_ACTIVATE).
+            self.mem.set(folio, pg::DIRTY);
+            return SwapWrite::Activate;
         }
         self.stat.count(Vm::Pswpout, nr as u64);
         // submit_bio counts the swap write in pgpgout (KiB in /proc/vmstat)
         self.stat
             .count(Vm::Pgpgout, nr as u64 * super::PAGE_SIZE / 1024);
-        let memcg = self.mem.memcg(folio) as usize;
         self.memcgs[memcg].count(Memcg::Pswpout, nr as u64);
         if order as usize == PMD_ORDER {
             self.stat.count(Vm::ThpSwpout, 1);
@@ -202,11 +221,11 @@ impl Kernel {
         }
         let done_ns = self.swap_device_write(dev, off, nr);
         if self.swap[dev as usize].synchronous() {
-            return true;
+            return SwapWrite::Done;
         }
         self.mem.set(folio, pg::WRITEBACK);
         self.swap[dev as usize].inflight.push_back((done_ns, folio));
-        false
+        SwapWrite::InFlight
     }
 
     /// is_folio_zero_filled: every page of the folio is zero, scanned as `page_is_zero` does.
@@ -249,7 +268,8 @@ impl Kernel {
     }
 
     /// swap_read_folio: read `nr` slots into the folio; the caller waits for the device.
-    pub fn swap_read_folio(&mut self, folio: FolioId, dev: u32, off: u32, nr: u32) {
+    /// Returns true when zswap held the data (no device read).
+    pub fn swap_read_folio(&mut self, folio: FolioId, dev: u32, off: u32, nr: u32) -> bool {
         for i in 0..nr {
             let c = self.swap[dev as usize].content[(off + i) as usize];
             self.mem.pages[(folio + i) as usize].content = c;
@@ -260,7 +280,10 @@ impl Kernel {
             if self.generation().counts_swap_zero_io() {
                 self.stat.count(Vm::SwpinZero, nr as u64);
             }
-            return;
+            return false;
+        }
+        if self.zswap_load(folio, dev, off) {
+            return true;
         }
         self.stat.count(Vm::Pswpin, nr as u64);
         // submit_bio counts the swap read in pgpgin (KiB in /proc/vmstat)
@@ -268,5 +291,6 @@ impl Kernel {
             .count(Vm::Pgpgin, nr as u64 * super::PAGE_SIZE / 1024);
         let done_ns = self.swap_device_read(dev, off, nr);
         self.wait_until(super::TimeKind::IoWait, done_ns);
+        false
     }
 }

@@ -111,6 +111,10 @@ pub struct SwapInfo {
     pub zram: super::swap_device::ZramStat,
     /// zram: which slots hold a stored object (empty for other kinds).
     pub zram_stored: Vec<bool>,
+    /// zswap: which slots have an entry in zswap (empty while zswap is off).
+    pub zswap_present: Vec<bool>,
+    /// zswap: slots freed since `Kernel::zswap_settle` last freed their entries.
+    pub zswap_freed: Vec<u32>,
 }
 
 impl SwapInfo {
@@ -175,6 +179,8 @@ impl SwapInfo {
             } else {
                 Vec::new()
             },
+            zswap_present: Vec::new(),
+            zswap_freed: Vec::new(),
         };
         si.swap_map[0] = SWAP_MAP_BAD;
         si.clusters[0].count = 1;
@@ -367,7 +373,7 @@ impl SwapInfo {
         } else {
             self.free_slots_range(first, nr, ctx.now_ns);
             for s in first..first + nr {
-                self.zram_free(s);
+                self.slot_freed(s);
             }
         }
         nr as i64

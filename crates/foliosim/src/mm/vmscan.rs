@@ -716,11 +716,18 @@ impl Kernel {
             if self.mem.test(folio, pg::DIRTY) {
                 self.try_to_unmap_flush_dirty();
                 sc.nr_pageout += self.mem.nr_pages(folio) as u64;
-                if !self.swap_writepage(folio) {
-                    // Asynchronous device: the folio is freed once its writeback completes.
-                    self.mem.set(folio, pg::RECLAIM);
-                    self.putback_folio(folio, false);
-                    continue;
+                match self.swap_writepage(folio) {
+                    super::swap_state::SwapWrite::Done => {}
+                    super::swap_state::SwapWrite::InFlight => {
+                        // Asynchronous device: the folio is freed once its writeback completes.
+                        self.mem.set(folio, pg::RECLAIM);
+                        self.putback_folio(folio, false);
+                        continue;
+                    }
+                    super::swap_state::SwapWrite::Activate => {
+                        self.putback_folio(folio, true);
+                        continue;
+                    }
                 }
             }
             // __remove_mapping

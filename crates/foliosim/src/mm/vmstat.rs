@@ -96,6 +96,10 @@ counters!(
     ThpMigrationSuccess = "thp_migration_success",
     ThpMigrationFail = "thp_migration_fail",
     ThpMigrationSplit = "thp_migration_split",
+    // zswap (reported only for runs with zswap enabled, see ZSWAP_VM).
+    Zswpin = "zswpin",
+    Zswpout = "zswpout",
+    Zswpwb = "zswpwb",
     // perf events, not /proc/vmstat: misses of the simulated TLBs.
     DtlbLoadMisses = "dTLB-load-misses",
     DtlbStoreMisses = "dTLB-store-misses",
@@ -117,6 +121,7 @@ counters!(
     SplitFailed = "split_failed",
     SplitDeferred = "split_deferred",
     NrAnonPartiallyMapped = "nr_anon_partially_mapped",
+    Zswpout = "zswpout",
 );
 
 counters!(
@@ -138,7 +143,16 @@ counters!(
     ThpSwpoutFallback = "thp_swpout_fallback",
     OomKill = "oom_kill",
     MaxEvents = "max",
+    Zswpin = "zswpin",
+    Zswpout = "zswpout",
+    Zswpwb = "zswpwb",
 );
+
+/// The counters that exist only with zswap in play: a run that never enables zswap leaves them
+/// out of its result (as earlier results had no such names).
+pub const ZSWAP_VM: &[Vm] = &[Vm::Zswpin, Vm::Zswpout, Vm::Zswpwb];
+pub const ZSWAP_MTHP: &[Mthp] = &[Mthp::Zswpout];
+pub const ZSWAP_MEMCG: &[Memcg] = &[Memcg::Zswpin, Memcg::Zswpout, Memcg::Zswpwb];
 
 #[derive(Clone, Debug)]
 pub struct VmStat {

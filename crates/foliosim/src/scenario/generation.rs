@@ -136,4 +136,40 @@ impl Generation {
     pub fn swapon_interleaves_free_clusters(self) -> bool {
         self < Generation::V6_18
     }
+
+    // zswap
+
+    /// v6.13 (mTHP zswap store): zswap_store takes a large folio page by page, all or nothing;
+    /// before, it refused every large folio, which went to the swap device whole.
+    pub fn zswap_stores_large_folios(self) -> bool {
+        self >= Generation::V6_18
+    }
+
+    /// v6.10 (zswap_check_limits, with the pool counted in pages): the pool is full at its
+    /// limit, accepts again at or below the threshold, and pool_limit_hit counts every refusal
+    /// at the limit; the shrink worker skips memcgs without entries from v6.12 here (v6.11's
+    /// shrink_worker fixes), which before counted as failures. v6.9: full above the limit,
+    /// accepting strictly below the threshold, pool_limit_hit counted once per filling.
+    pub fn has_zswap_check_limits(self) -> bool {
+        self >= Generation::V6_10
+    }
+
+    /// v6.13: hugepages-<size>/stats/zswpout counts large folios stored in zswap.
+    pub fn counts_mthp_zswpout(self) -> bool {
+        self >= Generation::V6_18
+    }
+
+    /// Up to v6.11 zswap keeps a same-filled page as a value, without compressing it; v6.12
+    /// ("mm: remove code to handle same filled pages", with the swap zeromap) dropped that: a
+    /// zero-filled folio never reaches zswap, any other page is compressed.
+    pub fn zswap_stores_same_filled_pages(self) -> bool {
+        self < Generation::V6_12
+    }
+
+    /// v6.18 ("mm/zswap: store <PAGE_SIZE compression failed page as-is"): a page that does
+    /// not compress below a page is kept uncompressed (unless the memcg's zswap writeback is
+    /// off); before, it was rejected (reject_compress_poor) and written to the device.
+    pub fn zswap_stores_incompressible_pages(self) -> bool {
+        self >= Generation::V6_18
+    }
 }

@@ -85,6 +85,65 @@ pub struct Knobs {
     pub dirty_writeback_centisecs: u64,
     /// `memory.max` overrides: (cgroup name, None = max). A bare `memory.max` names every cgroup.
     pub memory_max: Vec<(Option<String>, Option<u64>)>,
+    /// /sys/module/zswap/parameters/enabled (default N, CONFIG_ZSWAP_DEFAULT_ON=n).
+    pub zswap_enabled: bool,
+    /// /sys/module/zswap/parameters/compressor (default lzo, CONFIG_ZSWAP_COMPRESSOR_DEFAULT).
+    pub zswap_compressor: ZswapCompressor,
+    /// /sys/module/zswap/parameters/max_pool_percent (default 20): the pool's limit, in % of RAM.
+    pub zswap_max_pool_percent: u32,
+    /// /sys/module/zswap/parameters/accept_threshold_percent (default 90, of the pool limit):
+    /// after the limit was hit, stores are refused until the pool is back below this.
+    pub zswap_accept_threshold_percent: u32,
+    /// /sys/module/zswap/parameters/shrinker_enabled (default N, CONFIG_ZSWAP_SHRINKER_DEFAULT_ON=n).
+    pub zswap_shrinker_enabled: bool,
+    /// memory_cgroup_v1 (a boot-time property, default 0): the memory controller is on the v1
+    /// hierarchy, where zswap charges nothing to memcgs and memory.zswap.* do not exist.
+    /// `foliosim validate` sets it from the host.
+    pub memory_cgroup_v1: bool,
+}
+
+/// The zswap compressors the model has costs and compressed sizes for (those of the zram
+/// model, measured with lzo / lzo-rle; see machine/hw.rs).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ZswapCompressor {
+    Lzo,
+    LzoRle,
+}
+
+impl ZswapCompressor {
+    pub fn name(self) -> &'static str {
+        match self {
+            ZswapCompressor::Lzo => "lzo",
+            ZswapCompressor::LzoRle => "lzo-rle",
+        }
+    }
+}
+
+/// The zswap module parameters' directory.
+pub const ZSWAP_PARAMETERS: &str = "/sys/module/zswap/parameters";
+const ZSWAP_ENABLED: &str = "/sys/module/zswap/parameters/enabled";
+const ZSWAP_COMPRESSOR: &str = "/sys/module/zswap/parameters/compressor";
+const ZSWAP_MAX_POOL: &str = "/sys/module/zswap/parameters/max_pool_percent";
+const ZSWAP_ACCEPT: &str = "/sys/module/zswap/parameters/accept_threshold_percent";
+const ZSWAP_SHRINKER: &str = "/sys/module/zswap/parameters/shrinker_enabled";
+/// The knob naming the host's cgroup version (not a file: never written live).
+pub const MEMORY_CGROUP_V1: &str = "memory_cgroup_v1";
+
+/// A kernel bool parameter (param_set_bool: y/Y/1 or n/N/0).
+fn parse_param_bool(value: &str) -> Option<bool> {
+    match value.trim() {
+        "Y" | "y" | "1" => Some(true),
+        "N" | "n" | "0" => Some(false),
+        _ => None,
+    }
+}
+
+fn param_bool_name(b: bool) -> &'static str {
+    if b {
+        "Y"
+    } else {
+        "N"
+    }
 }
 
 impl Default for Knobs {
@@ -120,6 +179,12 @@ impl Default for Knobs {
             dirty_expire_centisecs: 3000,
             dirty_writeback_centisecs: 500,
             memory_max: Vec::new(),
+            zswap_enabled: false,
+            zswap_compressor: ZswapCompressor::Lzo,
+            zswap_max_pool_percent: 20,
+            zswap_accept_threshold_percent: 90,
+            zswap_shrinker_enabled: false,
+            memory_cgroup_v1: false,
         }
     }
 }
@@ -241,6 +306,30 @@ const SCALAR_KNOBS: &[KnobInfo] = &[
     KnobInfo {
         path: "pagecache_promotion_task_cap",
         values: "0|1 (a model switch: 1 caps a task's promotion list as RFC v3 does, 0 plays v2's uncapped list)",
+    },
+    KnobInfo {
+        path: ZSWAP_ENABLED,
+        values: "Y|N",
+    },
+    KnobInfo {
+        path: ZSWAP_COMPRESSOR,
+        values: "lzo|lzo-rle (the compressors the model has costs for)",
+    },
+    KnobInfo {
+        path: ZSWAP_MAX_POOL,
+        values: "0..=100 (% of RAM)",
+    },
+    KnobInfo {
+        path: ZSWAP_ACCEPT,
+        values: "0..=100 (% of the pool limit)",
+    },
+    KnobInfo {
+        path: ZSWAP_SHRINKER,
+        values: "Y|N",
+    },
+    KnobInfo {
+        path: MEMORY_CGROUP_V1,
+        values: "0|1 (a boot-time property: 1 = the memory controller on cgroup v1, where zswap is not charged to memcgs)",
     },
     KnobInfo {
         path: "CONFIG_THP_SWAP",
@@ -531,6 +620,31 @@ impl Knobs {
                     _ => return Err(bad()),
                 };
             }
+            ZSWAP_ENABLED => self.zswap_enabled = parse_param_bool(value).ok_or_else(bad)?,
+            ZSWAP_COMPRESSOR => {
+                self.zswap_compressor = match value.trim() {
+                    "lzo" => ZswapCompressor::Lzo,
+                    "lzo-rle" => ZswapCompressor::LzoRle,
+                    _ => return Err(bad()),
+                };
+            }
+            ZSWAP_MAX_POOL => {
+                self.zswap_max_pool_percent = parse_in_range(value, 0, 100, expected)? as u32;
+            }
+            ZSWAP_ACCEPT => {
+                self.zswap_accept_threshold_percent =
+                    parse_in_range(value, 0, 100, expected)? as u32;
+            }
+            ZSWAP_SHRINKER => {
+                self.zswap_shrinker_enabled = parse_param_bool(value).ok_or_else(bad)?;
+            }
+            MEMORY_CGROUP_V1 => {
+                self.memory_cgroup_v1 = match value.trim() {
+                    "1" => true,
+                    "0" => false,
+                    _ => return Err(bad()),
+                };
+            }
             "CONFIG_THP_SWAP" => {
                 self.thp_swap = match value.trim() {
                     "y" => true,
@@ -586,6 +700,12 @@ impl Knobs {
             PAGECACHE_PROMOTION => self.pagecache_promotion_enabled.to_string(),
             "pagecache_promotion_task_cap" => (self.pagecache_promotion_task_cap as u8).to_string(),
             "CONFIG_THP_SWAP" => if self.thp_swap { "y" } else { "n" }.to_string(),
+            ZSWAP_ENABLED => param_bool_name(self.zswap_enabled).to_string(),
+            ZSWAP_COMPRESSOR => self.zswap_compressor.name().to_string(),
+            ZSWAP_MAX_POOL => self.zswap_max_pool_percent.to_string(),
+            ZSWAP_ACCEPT => self.zswap_accept_threshold_percent.to_string(),
+            ZSWAP_SHRINKER => param_bool_name(self.zswap_shrinker_enabled).to_string(),
+            MEMORY_CGROUP_V1 => (self.memory_cgroup_v1 as u8).to_string(),
             _ => return None,
         };
         Some(value)

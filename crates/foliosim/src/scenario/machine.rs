@@ -162,7 +162,17 @@ pub(super) fn parse_cgroups(top: &Node, total_memory_bytes: u64) -> Res<Vec<Cgro
                 "unknown key; expected \"memory.max\" with quotes, as in \"memory.max\" = \"1G\"",
             ));
         }
-        let cg = Node::new(top.cx, t, path, &["name", "memory.max"])?;
+        let cg = Node::new(
+            top.cx,
+            t,
+            path,
+            &[
+                "name",
+                "memory.max",
+                "memory.zswap.max",
+                "memory.zswap.writeback",
+            ],
+        )?;
         let name = cg.name("name")?;
         unique(top.cx, &mut seen, &name, &cg.key("name"), "cgroup")?;
         let memory_max_bytes = match cg.table.get("memory.max") {
@@ -184,9 +194,44 @@ pub(super) fn parse_cgroups(top: &Node, total_memory_bytes: u64) -> Res<Vec<Cgro
         if let Some(limit) = memory_max_bytes {
             check_limit_fits(limit, total_memory_bytes).map_err(|m| cg.err("memory.max", m))?;
         }
+        let zswap_max_bytes = match cg.table.get("memory.zswap.max") {
+            None => None,
+            Some(Value::String(s)) if s.trim() == "max" => None,
+            Some(Value::String(s)) => Some(super::units::parse_size(s).map_err(|_| {
+                cg.err(
+                    "memory.zswap.max",
+                    format!("expected a size such as 64M, 0 or \"max\", found {s:?}"),
+                )
+            })?),
+            Some(Value::Integer(i)) if *i >= 0 => Some(*i as u64),
+            Some(v) => {
+                return Err(cg.err(
+                    "memory.zswap.max",
+                    format!(
+                        "expected a size such as 64M, 0 or \"max\", found {}",
+                        describe(v)
+                    ),
+                ))
+            }
+        };
+        let zswap_writeback = match cg.table.get("memory.zswap.writeback") {
+            None => true,
+            Some(Value::Integer(1)) => true,
+            Some(Value::Integer(0)) => false,
+            Some(Value::String(s)) if s.trim() == "1" => true,
+            Some(Value::String(s)) if s.trim() == "0" => false,
+            Some(v) => {
+                return Err(cg.err(
+                    "memory.zswap.writeback",
+                    format!("expected 0 or 1, found {}", describe(v)),
+                ))
+            }
+        };
         cgroups.push(CgroupSpec {
             name,
             memory_max_bytes,
+            zswap_max_bytes,
+            zswap_writeback,
         });
     }
     Ok(cgroups)

@@ -126,6 +126,11 @@ pub struct CgroupSpec {
     pub name: String,
     /// `memory.max`; None is "max".
     pub memory_max_bytes: Option<u64>,
+    /// `memory.zswap.max` (v5.19+); None is "max" (the default).
+    pub zswap_max_bytes: Option<u64>,
+    /// `memory.zswap.writeback` (v6.8+; default 1): 0 keeps the cgroup's pages out of the swap
+    /// device: zswap never writes them back, and what zswap refuses stays in memory.
+    pub zswap_writeback: bool,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -243,6 +243,7 @@ mod tests {
             mthp: Default::default(),
             memcg: Default::default(),
             zram: Default::default(),
+            zswap: Default::default(),
             tasks: vec![
                 json!({"throughput_kbps": kbps})
                     .as_object()

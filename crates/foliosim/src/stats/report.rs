@@ -2,7 +2,7 @@
 //! iterations) into a `RunResult`, and the time series.
 
 use super::result::RunResult;
-use crate::mm::vmstat::{Vm, MEMCG_NAMES, MTHP_NAMES, VM_NAMES};
+use crate::mm::vmstat::{Vm, MEMCG_NAMES, MTHP_NAMES, VM_NAMES, ZSWAP_MEMCG, ZSWAP_MTHP, ZSWAP_VM};
 use crate::mm::Kernel;
 use crate::scenario::knobs::{order_size_name, ANON_ORDERS};
 use crate::scenario::Counters;
@@ -86,6 +86,9 @@ impl Series {
                 pages.len() as u64 * crate::mm::PAGE_SIZE,
             );
         }
+        if k.zswap.ever_enabled {
+            push("zswap:pool_total_size", k.zswap.pool_total_size());
+        }
     }
 
     /// Before a row is added to a full series: keeps the rows at even multiples of the interval
@@ -109,9 +112,12 @@ impl Series {
 }
 
 pub fn build(k: &Kernel, w: &Workload, series: Series) -> RunResult {
+    // zswap's counters only where zswap was in play, so that other results keep their shape.
+    let zswap_on = k.zswap.ever_enabled;
     let mut vmstat: Counters = VM_NAMES
         .iter()
         .zip(k.stat.vm.iter())
+        .filter(|(n, _)| zswap_on || !ZSWAP_VM.iter().any(|z| z.name() == **n))
         .map(|(n, v)| (n.to_string(), *v))
         .collect();
     // a gauge read from the caches, as the kernel keeps it on its shadow-node list
@@ -121,19 +127,27 @@ pub fn build(k: &Kernel, w: &Workload, series: Series) -> RunResult {
         let c: Counters = MTHP_NAMES
             .iter()
             .zip(k.stat.mthp[order].iter())
+            .filter(|(n, _)| zswap_on || !ZSWAP_MTHP.iter().any(|z| z.name() == **n))
             .map(|(n, v)| (n.to_string(), *v))
             .collect();
         mthp.insert(order_size_name(order), c);
     }
     let mut memcg = BTreeMap::new();
-    for cg in k.memcgs.iter().skip(1) {
+    for (id, cg) in k.memcgs.iter().enumerate().skip(1) {
         let mut c: Counters = MEMCG_NAMES
             .iter()
             .zip(cg.stat.iter())
+            .filter(|(n, _)| zswap_on || !ZSWAP_MEMCG.iter().any(|z| z.name() == **n))
             .map(|(n, v)| (n.to_string(), *v))
             .collect();
         c.insert("usage_pages".into(), cg.usage_pages);
         c.insert("peak_footprint_pages".into(), cg.peak_footprint_pages);
+        if zswap_on {
+            // memory.stat zswap (compressed bytes) and zswapped (bytes of the pages stored)
+            let z = &k.zswap.memcg[id];
+            c.insert("zswap".into(), z.bytes);
+            c.insert("zswapped".into(), z.pages * crate::mm::PAGE_SIZE);
+        }
         memcg.insert(cg.name.clone(), c);
     }
     let mut zram = BTreeMap::new();
@@ -156,6 +170,28 @@ pub fn build(k: &Kernel, w: &Workload, series: Series) -> RunResult {
             k.zram_pages[dev].len() as u64 * crate::mm::PAGE_SIZE,
         );
         zram.insert(si.name.clone(), c);
+    }
+    let mut zswap = Counters::new();
+    if zswap_on {
+        let st = &k.zswap.stat;
+        for (name, v) in [
+            ("pool_total_size", k.zswap.pool_total_size()),
+            ("stored_pages", st.stored_pages),
+            ("same_filled_pages", st.same_filled_pages),
+            (
+                "stored_incompressible_pages",
+                st.stored_incompressible_pages,
+            ),
+            ("pool_limit_hit", st.pool_limit_hit),
+            ("written_back_pages", st.written_back_pages),
+            ("reject_reclaim_fail", st.reject_reclaim_fail),
+            ("reject_compress_fail", st.reject_compress_fail),
+            ("reject_compress_poor", st.reject_compress_poor),
+            ("reject_alloc_fail", st.reject_alloc_fail),
+            ("reject_kmemcache_fail", st.reject_kmemcache_fail),
+        ] {
+            zswap.insert(name.into(), v);
+        }
     }
     let mut tasks = Vec::new();
     let mut sim_time_ns = 0;
@@ -207,6 +243,7 @@ pub fn build(k: &Kernel, w: &Workload, series: Series) -> RunResult {
         mthp,
         memcg,
         zram,
+        zswap,
         tasks,
         iterations: w.iterations.clone(),
         series_interval_ns: series.thinned_interval_ns(),

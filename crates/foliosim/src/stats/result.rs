@@ -19,6 +19,10 @@ pub struct RunResult {
     pub memcg: BTreeMap<String, Counters>,
     /// zram mm_stat fields, by device name.
     pub zram: BTreeMap<String, Counters>,
+    /// zswap's debugfs figures (pool_total_size, stored_pages, written_back_pages, reject_*),
+    /// for runs with zswap enabled; absent otherwise.
+    #[serde(default, skip_serializing_if = "Counters::is_empty")]
+    pub zswap: Counters,
     /// Per-task figures (name first).
     pub tasks: Vec<serde_json::Map<String, serde_json::Value>>,
     /// Per-iteration figures of generators that report iterations.
