@@ -489,12 +489,14 @@ impl Kernel {
             self.folio_mark_dirty(old);
             self.mms[mm as usize].vmas[vi].ptes[idx] |= pt::WRITE | pt::DIRTY;
             self.spend(TimeKind::PteUpdate, self.hw.pte_update_ns);
+            self.stat.count(Vm::Pgreuse, 1); // wp_page_reuse
             return Ok(());
         }
         if !file && self.mem.mapcount(old) == 1 && !self.mem.test(old, pg::SWAPCACHE) {
             // Only we map it: reuse in place.
             self.mms[mm as usize].vmas[vi].ptes[idx] |= pt::WRITE | pt::DIRTY;
             self.spend(TimeKind::PteUpdate, self.hw.pte_update_ns);
+            self.stat.count(Vm::Pgreuse, 1); // wp_page_reuse
             return Ok(());
         }
         let memcg = self.mms[mm as usize].memcg;

@@ -43,6 +43,7 @@ counters!(
     Pgdeactivate = "pgdeactivate",
     Pgrefill = "pgrefill",
     Pgrotated = "pgrotated",
+    Pgreuse = "pgreuse",
     WorkingsetRefaultAnon = "workingset_refault_anon",
     WorkingsetRefaultFile = "workingset_refault_file",
     WorkingsetActivateAnon = "workingset_activate_anon",
