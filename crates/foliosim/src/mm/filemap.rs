@@ -52,9 +52,9 @@ pub struct File {
     pub nr_pages: u32,
     /// The page cache (the xarray): per page index, the head of the folio caching it, or NIL.
     pub cache: Vec<FolioId>,
-    /// Shadow entries of evicted folios, by page index (mm/workingset.rs); sparse, as a file
-    /// may be large and mostly uncached.
-    pub shadows: std::collections::HashMap<u32, super::workingset::Shadow>,
+    /// Shadow entries of evicted folios, by page index (mm/workingset.rs); empty until reclaim
+    /// first evicts one of the file's folios.
+    pub shadows: Vec<super::workingset::Shadow>,
     /// Pages in the page cache (`mapping->nrpages`).
     pub nrpages: u64,
     /// The backing device's readahead maximum, in pages (`bdi->ra_pages`).
@@ -85,7 +85,7 @@ impl File {
             size_bytes,
             nr_pages,
             cache: vec![NIL; nr_pages as usize],
-            shadows: Default::default(),
+            shadows: Vec::new(),
             nrpages: 0,
             ra_pages: (read_ahead_kb / 4).min(u32::MAX as u64) as u32,
             large_folios,
@@ -211,7 +211,10 @@ impl Kernel {
             debug_assert_eq!(f.cache[i as usize], folio);
             f.cache[i as usize] = NIL;
             if shadow.is_some() {
-                f.shadows.insert(i, shadow);
+                if f.shadows.is_empty() {
+                    f.shadows = vec![super::workingset::Shadow::NONE; f.cache.len()];
+                }
+                f.shadows[i as usize] = shadow;
             }
         }
         f.nrpages -= nr as u64;

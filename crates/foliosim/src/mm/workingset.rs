@@ -199,12 +199,12 @@ impl Kernel {
     ) {
         let f = &mut self.files[file as usize];
         if f.shadows.is_empty() {
-            return;
+            return; // nothing of the file was ever evicted
         }
         let mut shadow = Shadow::NONE;
-        for i in index..index + nr {
-            if let Some(s) = f.shadows.remove(&i) {
-                shadow = s;
+        for s in &mut f.shadows[index as usize..(index + nr) as usize] {
+            if s.is_some() {
+                shadow = std::mem::take(s);
             }
         }
         if shadow.is_some() && !write {
@@ -216,30 +216,20 @@ impl Kernel {
     /// cache and (before the swap table of v6.18) every swap device's swap cache.
     pub fn workingset_nodes(&self) -> u64 {
         let mut nodes = 0;
+        let chunk = 1 << XA_CHUNK_SHIFT;
+        let shadow_only = |shadows: &[Shadow], cache: &[FolioId]| {
+            shadows
+                .chunks(chunk)
+                .zip(cache.chunks(chunk))
+                .filter(|(s, c)| s.iter().any(|s| s.is_some()) && c.iter().all(|&c| c == NIL))
+                .count() as u64
+        };
         for f in &self.files {
-            let mut leaves: Vec<u32> = f.shadows.keys().map(|i| i >> XA_CHUNK_SHIFT).collect();
-            leaves.sort_unstable();
-            leaves.dedup();
-            nodes += leaves
-                .iter()
-                .filter(|&&leaf| {
-                    let slots = (leaf << XA_CHUNK_SHIFT) as usize..;
-                    f.cache[slots]
-                        .iter()
-                        .take(1 << XA_CHUNK_SHIFT)
-                        .all(|&c| c == NIL)
-                })
-                .count() as u64;
+            nodes += shadow_only(&f.shadows, &f.cache);
         }
         if self.generation().swap_cache_in_xarray() {
             for si in &self.swap {
-                let chunk = 1 << XA_CHUNK_SHIFT;
-                nodes += si
-                    .shadows
-                    .chunks(chunk)
-                    .zip(si.cache.chunks(chunk))
-                    .filter(|(s, c)| s.iter().any(|s| s.is_some()) && c.iter().all(|&c| c == NIL))
-                    .count() as u64;
+                nodes += shadow_only(&si.shadows, &si.cache);
             }
         }
         nodes
@@ -406,7 +396,14 @@ ops = [{ op = "sleep", time = "1ms" }]
         let mut sc = ScanControl::new(u64::MAX, false);
         sc.ignore_references = true;
         assert_eq!(k.shrink_folio_list(&mut list, &mut sc), 2);
-        assert_eq!(k.files[file as usize].shadows.len(), 2);
+        assert_eq!(
+            k.files[file as usize]
+                .shadows
+                .iter()
+                .filter(|s| s.is_some())
+                .count(),
+            2
+        );
         // 16 slots, none cached at 0-1 but 14 others cached: no leaf node is shadow-only
         assert_eq!(k.workingset_nodes(), 0);
         let back = k.filemap_alloc_folio(file, 0, 0, gfp).unwrap();
@@ -416,7 +413,7 @@ ops = [{ op = "sleep", time = "1ms" }]
         // write_begin's allocation replaces the shadow without a refault
         k.filemap_alloc_folio_for(file, 1, 0, gfp, true).unwrap();
         assert_eq!(k.stat.get(Vm::WorkingsetRefaultFile), 1);
-        assert!(k.files[file as usize].shadows.is_empty());
+        assert!(!k.files[file as usize].shadows.iter().any(|s| s.is_some()));
     }
 
     #[test]

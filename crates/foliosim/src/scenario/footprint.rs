@@ -12,8 +12,8 @@ use super::{InputError, Op, Program, Scenario};
 const STRUCT_PAGE_BYTES: u64 = 24;
 /// One page-table entry per page of every mapping (allocated at mmap).
 const PTE_BYTES: u64 = 8;
-/// The page cache's index of a file: one folio id per page.
-const FILE_INDEX_BYTES: u64 = 4;
+/// The page cache's index of a file: one folio id and one shadow entry per page.
+const FILE_INDEX_BYTES: u64 = 12;
 /// A swap slot's count, cache entry, shadow entry, content class and zeromap bit.
 const SWAP_SLOT_BYTES: u64 = 16;
 /// The simulator itself, the result and the time series of a short run.
