@@ -166,8 +166,8 @@ fn measure(
 }
 
 /// A cost from per-run picosecond values: `formula(run's values by name)` for every run where
-/// all its inputs were measured, in the cost's unit; None if no run had them all or a
-/// difference came out negative (noted).
+/// all its inputs were measured, in the cost's unit; None (noted) if no run had them all or the
+/// median is negative. A single negative run (noise in a difference) shows in the spread.
 fn derive(
     raw: &BTreeMap<String, Vec<u64>>,
     cost: &'static str,
@@ -182,19 +182,19 @@ fn derive(
     let mut values = Vec::new();
     for run in 0..n {
         let args: Vec<f64> = inputs.iter().map(|i| raw[*i][run] as f64).collect();
-        let v = formula(&args);
-        if v < 0.0 {
-            eprintln!(
-                "  {cost}: run {} gave a negative difference ({v:.0}): taken from the base profile",
-                run + 1
-            );
-            return None;
-        }
-        values.push(v.round() as u64);
+        values.push(formula(&args).round() as i64);
+    }
+    let spread = spread(&values)?;
+    if spread.median < 0 {
+        eprintln!(
+            "  {cost}: the median difference is negative ({}): taken from the base profile",
+            spread.median
+        );
+        return None;
     }
     Some(Measured {
         cost,
-        spread: spread(&values)?,
+        spread,
         how: how.to_string(),
     })
 }
@@ -258,6 +258,13 @@ pub fn calibrate(args: &CalibrateArgs) -> Result<(), Failure> {
         )));
     }
     let raw = result?;
+    eprintln!("calibrate: raw medians (ps per page, word, access or call), min-max");
+    for (name, values) in &raw {
+        let v: Vec<i64> = values.iter().map(|&v| v as i64).collect();
+        if let Some(s) = spread(&v) {
+            eprintln!("  {name:<24} {:>10}  ({}-{})", s.median, s.min, s.max);
+        }
+    }
     let measured = costs(&raw, &base);
     let origin = Origin {
         host: &host_name(),

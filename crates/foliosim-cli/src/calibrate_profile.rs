@@ -4,18 +4,19 @@
 
 use foliosim::machine::hw::{HwProfile, COST_FIELDS};
 
-/// The median and the range of a cost's repeated measurements, in the cost's unit.
+/// The median and the range of a cost's repeated measurements, in the cost's unit. A cost
+/// measured as a difference can come out negative in a noisy run: the range shows it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Spread {
-    pub median: u64,
-    pub min: u64,
-    pub max: u64,
+    pub median: i64,
+    pub min: i64,
+    pub max: i64,
     pub runs: usize,
 }
 
 /// The median (the mean of the middle two for an even count, rounded down) and min-max of
 /// `values`; None when there are none.
-pub fn spread(values: &[u64]) -> Option<Spread> {
+pub fn spread(values: &[i64]) -> Option<Spread> {
     if values.is_empty() {
         return None;
     }
@@ -25,7 +26,7 @@ pub fn spread(values: &[u64]) -> Option<Spread> {
     let median = if n % 2 == 1 {
         sorted[n / 2]
     } else {
-        (sorted[n / 2 - 1] + sorted[n / 2]) / 2
+        (sorted[n / 2 - 1] + sorted[n / 2]).div_euclid(2)
     };
     Some(Spread {
         median,
@@ -35,7 +36,8 @@ pub fn spread(values: &[u64]) -> Option<Spread> {
     })
 }
 
-/// One cost this machine measured: its spread and how it was measured (one phrase).
+/// One cost this machine measured: its spread (a non-negative median) and how it was measured
+/// (one phrase).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Measured {
     pub cost: &'static str,
@@ -57,10 +59,11 @@ fn toml_string(s: &str) -> String {
 
 /// The profile file: `measured` costs with their medians and sources, every other cost from
 /// `base` with its source prefixed "from base profile NAME: ". Panics if a measured cost is not
-/// one of the model's (the caller names them from [`COST_FIELDS`]).
+/// one of the model's (the caller names them from [`COST_FIELDS`]) or its median is negative.
 pub fn profile_text(base: &HwProfile, measured: &[Measured], origin: &Origin) -> String {
     for m in measured {
         assert!(COST_FIELDS.contains(&m.cost), "unknown cost {}", m.cost);
+        assert!(m.spread.median >= 0, "{}: negative median", m.cost);
     }
     let mut text = format!(
         "# Written by `foliosim calibrate` on {host}, {date}: the costs it measured here, and \
@@ -79,7 +82,7 @@ pub fn profile_text(base: &HwProfile, measured: &[Measured], origin: &Origin) ->
     for (field, base_value) in base.costs.values() {
         let (value, source) = match measured.iter().find(|m| m.cost == field) {
             Some(m) => (
-                m.spread.median,
+                m.spread.median as u64,
                 format!(
                     "measured by foliosim calibrate on {}, {}, median of {}, spread {}-{}: {}",
                     origin.host, origin.date, m.spread.runs, m.spread.min, m.spread.max, m.how
@@ -113,6 +116,8 @@ mod tests {
         assert_eq!((s.median, s.min, s.max, s.runs), (30, 10, 50, 5));
         let s = spread(&[7, 1, 4, 100]).unwrap();
         assert_eq!((s.median, s.min, s.max), (5, 1, 100));
+        let s = spread(&[-148, 600, 700]).unwrap();
+        assert_eq!((s.median, s.min, s.max), (600, -148, 700));
         assert_eq!(spread(&[9]).unwrap().median, 9);
         assert_eq!(spread(&[]), None);
     }
