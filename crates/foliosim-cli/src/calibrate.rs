@@ -179,11 +179,12 @@ fn derive(
         .iter()
         .map(|i| raw.get(*i).map_or(0, Vec::len))
         .min()?;
-    let mut values = Vec::new();
-    for run in 0..n {
-        let args: Vec<f64> = inputs.iter().map(|i| raw[*i][run] as f64).collect();
-        values.push(formula(&args).round() as i64);
-    }
+    let values: Vec<i64> = (0..n)
+        .map(|run| {
+            let args: Vec<f64> = inputs.iter().map(|i| raw[*i][run] as f64).collect();
+            formula(&args).round() as i64
+        })
+        .collect();
     let spread = spread(&values)?;
     if spread.median < 0 {
         eprintln!(
