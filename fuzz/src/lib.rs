@@ -115,7 +115,11 @@ fn make_paths_harmless(command: &mut foliosim_cli::args::Command) {
         Command::Reproduce(a) => &mut a.json,
         Command::KernelRun(a) => &mut a.json,
         Command::Validate(a) => &mut a.live.json,
-        Command::Swarm(_) | Command::Trace(_) | Command::Report(_) | Command::List => return,
+        Command::Swarm(_)
+        | Command::Trace(_)
+        | Command::Report(_)
+        | Command::Calibrate(_)
+        | Command::List => return,
     };
     let Some(path) = json else {
         return;

@@ -32,6 +32,9 @@ pub enum Command {
     /// the simulator (profile matching the running kernel, or --profile) and the live kernel
     /// side by side, with ratios
     Validate(ValidateArgs),
+    /// measure this machine's costs with kernel-bench microbenchmarks (root, zram) and write a
+    /// hardware profile: measured costs with median and spread, the rest from a base profile
+    Calibrate(CalibrateArgs),
     /// list scenarios, profiles, features and knobs
     List,
     /// run random valid scenarios twice each with the invariant checker, minimise failures
@@ -220,6 +223,21 @@ pub struct ValidateArgs {
     /// (.toml, docs/hardware.md); default: the scenario's [machine] hardware
     #[arg(long, value_name = "NAME|FILE")]
     pub hardware: Option<String>,
+}
+
+/// Arguments of `calibrate`.
+#[derive(Debug, PartialEq, Args)]
+#[command(args_override_self = true)]
+pub struct CalibrateArgs {
+    /// write the profile to FILE (default: print it)
+    #[arg(short = 'o', long = "output", value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// the profile the costs not measured here come from: a bundled name or a .toml file
+    #[arg(long, value_name = "NAME|FILE", default_value = "x86-server")]
+    pub base: String,
+    /// runs of each microbenchmark (after one warm-up run): the profile gives their median
+    #[arg(long, value_name = "N", default_value_t = 5, value_parser = parse_positive)]
+    pub runs: u64,
 }
 
 fn parse_seed(value: &str) -> Result<u64, String> {

@@ -19,8 +19,9 @@ pub fn check(command: &Command, load: &Loader) -> Result<(), Failure> {
         Command::KernelRun(args) => kernel_run::plan(args, load).map(drop),
         Command::Validate(args) => validate::plan(args, load).map(drop),
         Command::Swarm(args) => swarm::seed_range(args).map(drop).map_err(Failure::Input),
-        // trace and report commands read their input files first: nothing to check before that
-        Command::Trace(_) | Command::Report(_) | Command::List => Ok(()),
+        // trace and report commands read their input files first, calibrate measures before it
+        // writes: nothing to check before that
+        Command::Trace(_) | Command::Report(_) | Command::Calibrate(_) | Command::List => Ok(()),
     }
 }
 

@@ -6,6 +6,8 @@
 //! 2 bad input or usage, 3 a live run this machine cannot do, 128+N a live run stopped by signal N.
 
 pub mod args;
+mod calibrate;
+mod calibrate_profile;
 pub mod dry_run;
 mod explain_time;
 mod kernel_run;
@@ -79,6 +81,7 @@ pub fn execute(command: &Command) -> Result<(), Failure> {
         Command::Reproduce(repro_args) => reproduce::reproduce(repro_args),
         Command::KernelRun(live_args) => kernel_run::kernel_run(live_args),
         Command::Validate(validate_args) => validate::validate(validate_args),
+        Command::Calibrate(calibrate_args) => calibrate::calibrate(calibrate_args),
         Command::Swarm(swarm_args) => swarm::swarm(swarm_args),
         Command::Trace(trace_command) => trace::trace(trace_command),
         Command::Report(report_args) => report::report(report_args),

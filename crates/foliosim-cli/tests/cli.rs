@@ -438,7 +438,7 @@ fn expect_usage_error(args: &[&str], needles: &[&str]) {
 fn usage_errors_exit_2_with_a_short_message() {
     expect_usage_error(
         &[],
-        &["missing command (run, reproduce, kernel-run, validate, list, swarm, trace, report)"],
+        &["missing command (run, reproduce, kernel-run, validate, calibrate, list, swarm, trace, report)"],
     );
     expect_usage_error(&["frobnicate"], &["'frobnicate'"]);
     expect_usage_error(&["run"], &["<SCENARIO>", "'foliosim run --help'"]);

@@ -1,0 +1,353 @@
+//! `foliosim calibrate`: measures this machine's values for the costs the model charges most
+//! (fault entry, zeroing, copy-on-write, user stores and accesses, zram compression and
+//! decompression, remote TLB flushes) with kernel-bench/calibrate.c, and writes a hardware
+//! profile: each measured cost with its median and spread, the rest from a base profile.
+//!
+//! Every measurement is a differential where the kernel does not let one cost be timed alone
+//! (docs/calibration.md gives each formula). The runs are interleaved (run 1 of every benchmark,
+//! then run 2, ...) so that a drift of the machine moves both sides of a difference, and each
+//! benchmark runs once unrecorded first: this machine is a VM whose fresh guest memory costs
+//! host faults on first touch, which a warm-up takes out. What it changes (THP `enabled` when
+//! `never`, zswap off, one zram swap device) is recorded in a live session and undone after
+//! success, failure or a signal.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use foliosim::machine::hw::{self, HwProfile};
+
+use crate::args::CalibrateArgs;
+use crate::calibrate_profile::{profile_text, spread, Measured, Origin};
+use crate::live::knobs::Change;
+use crate::live::session::Session;
+use crate::live::{signal, sys, zram};
+use crate::output::write_atomically;
+use crate::Failure;
+
+/// Pages per fault benchmark (64 MiB) and per zram round trip (64 MiB).
+const FAULT_PAGES: u64 = 16_384;
+/// A THP-backed buffer larger than any last-level cache, for stores and the pointer chase.
+const RESIDENT_PAGES: u64 = 65_536;
+const MPROTECT_CALLS: u64 = 100_000;
+const ZRAM_BYTES: u64 = 512 << 20;
+const THP_ENABLED: &str = "/sys/kernel/mm/transparent_hugepage/enabled";
+
+/// Set to anything, calibrate behaves as on a kernel without zram (for the CLI test as root).
+pub const FAKE_NO_ZRAM_ENV: &str = "FOLIOSIM_CALIBRATE_FAKE_NO_ZRAM";
+
+fn missing(message: impl Into<String>) -> Failure {
+    Failure::Live {
+        message: message.into(),
+        status: 2,
+    }
+}
+
+fn failed(message: impl Into<String>) -> Failure {
+    Failure::Live {
+        message: message.into(),
+        status: 1,
+    }
+}
+
+/// The base profile: a bundled name, or a .toml file.
+fn base_profile(value: &str) -> Result<HwProfile, Failure> {
+    if let Some(p) = hw::profile(value) {
+        return Ok((*p).clone());
+    }
+    if !value.ends_with(".toml") {
+        return Err(missing(format!(
+            "--base {value}: expected a bundled profile ({}) or a .toml file",
+            hw::profile_names().join(", ")
+        )));
+    }
+    let text = std::fs::read_to_string(value)
+        .map_err(|e| missing(format!("{value}: cannot read: {e}")))?;
+    HwProfile::parse(&text).map_err(|e| match e {
+        hw::ProfileError::Syntax(e) => missing(format!("{value}: TOML syntax error: {e}")),
+        hw::ProfileError::Key { key, message } => missing(format!("{value}: {key}: {message}")),
+    })
+}
+
+/// Today's date (UTC) as YYYY-MM-DD, from the system clock (civil-from-days, proleptic
+/// Gregorian).
+fn today() -> String {
+    let secs = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs()) as i64;
+    let z = secs.div_euclid(86_400) + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!("{year:04}-{month:02}-{day:02}")
+}
+
+fn host_name() -> String {
+    sys::read("/proc/sys/kernel/hostname")
+        .map(|t| t.trim().to_string())
+        .filter(|t| !t.is_empty())
+        .unwrap_or_else(|| "this-host".into())
+}
+
+/// One invocation of the calibrate program: its `result` lines (name -> picoseconds per unit);
+/// `skip` lines are printed as notes.
+fn bench(bin: &Path, name: &str, units: u64, cpu: u32) -> Result<BTreeMap<String, u64>, Failure> {
+    let out = Command::new(bin.join("calibrate"))
+        .args([name, &units.to_string(), &cpu.to_string()])
+        .output()
+        .map_err(|e| failed(format!("cannot run kernel-bench calibrate: {e}")))?;
+    if !out.status.success() {
+        return Err(failed(format!(
+            "kernel-bench calibrate {name} failed: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        )));
+    }
+    let mut results = BTreeMap::new();
+    for line in String::from_utf8_lossy(&out.stdout).lines() {
+        let fields: BTreeMap<&str, &str> = line
+            .split_whitespace()
+            .skip(1)
+            .filter_map(|f| f.split_once('='))
+            .collect();
+        match line.split_whitespace().next() {
+            Some("result") => {
+                if let (Some(n), Some(ps)) = (fields.get("name"), fields.get("ps")) {
+                    if let Ok(ps) = ps.parse() {
+                        results.insert(n.to_string(), ps);
+                    }
+                }
+            }
+            Some("skip") => eprintln!(
+                "  {}: skipped ({})",
+                fields.get("name").unwrap_or(&name),
+                fields.get("reason").unwrap_or(&"?").replace('-', " ")
+            ),
+            _ => {}
+        }
+    }
+    Ok(results)
+}
+
+/// Runs `benches` (name, units) `runs` times, interleaved, each once before unrecorded;
+/// returns every result name's values in picoseconds.
+fn measure(
+    bin: &Path,
+    benches: &[(&str, u64)],
+    runs: u64,
+    cpu: u32,
+) -> Result<BTreeMap<String, Vec<u64>>, Failure> {
+    let mut all: BTreeMap<String, Vec<u64>> = BTreeMap::new();
+    for round in 0..=runs {
+        for (name, units) in benches {
+            if let Some(sig) = signal::pending() {
+                return Err(Failure::Live {
+                    message: format!("calibrate interrupted by {}", signal::name(sig)),
+                    status: 128 + sig,
+                });
+            }
+            let results = bench(bin, name, *units, cpu)?;
+            if round == 0 {
+                continue;
+            }
+            for (k, v) in results {
+                all.entry(k).or_default().push(v);
+            }
+        }
+        if round > 0 {
+            eprintln!("  round {round}/{runs} done");
+        }
+    }
+    Ok(all)
+}
+
+/// A cost from per-run picosecond values: `formula(run's values by name)` for every run where
+/// all its inputs were measured, in the cost's unit; None (noted) if no run had them all or the
+/// median is negative. A single negative run (noise in a difference) shows in the spread.
+fn derive(
+    raw: &BTreeMap<String, Vec<u64>>,
+    cost: &'static str,
+    inputs: &[&str],
+    formula: impl Fn(&[f64]) -> f64,
+    how: &str,
+) -> Option<Measured> {
+    let n = inputs
+        .iter()
+        .map(|i| raw.get(*i).map_or(0, Vec::len))
+        .min()?;
+    let values: Vec<i64> = (0..n)
+        .map(|run| {
+            let args: Vec<f64> = inputs.iter().map(|i| raw[*i][run] as f64).collect();
+            formula(&args).round() as i64
+        })
+        .collect();
+    let spread = spread(&values)?;
+    if spread.median < 0 {
+        eprintln!(
+            "  {cost}: the median difference is negative ({}): taken from the base profile",
+            spread.median
+        );
+        return None;
+    }
+    Some(Measured {
+        cost,
+        spread,
+        how: how.to_string(),
+    })
+}
+
+/// The costs, from the raw measurements (ps per unit) and the base profile's PTE cost.
+fn costs(raw: &BTreeMap<String, Vec<u64>>, base: &HwProfile) -> Vec<Measured> {
+    let pte_ps = base.costs.pte_update_ns as f64 * 1000.0;
+    let ns = |ps: f64| ps / 1000.0;
+    let candidates = [
+        derive(raw, "fault_entry_ns", &["read_fault"], |v| ns(v[0] - pte_ps),
+            "a read fault on a fresh anonymous page with THP off (it maps the shared zero page), 16,384 pages, minus the base profile's pte_update_ns"),
+        derive(raw, "zero_page_ns", &["thp_fault"], |v| ns(v[0]),
+            "a write fault on a MADV_HUGEPAGE mapping that gets a PMD THP, per 4 KiB (its allocation, charge, fault entry and PMD store amortised over 512 pages)"),
+        derive(raw, "copy_page_ns", &["cow", "write_fault", "thp_fault"], |v| ns(v[0] - v[1] + v[2]),
+            "copy-on-write fault after fork minus a fresh write fault plus zero_page_ns (both faults allocate, charge and map a page; one copies, the other clears)"),
+        derive(raw, "word_write_ns_x1000", &["word_write"], |v| v[0],
+            "usemem's store loop (fill_page of the data class) over 256 MiB of resident memory, per 8-byte word"),
+        derive(raw, "touch_resident_ns", &["touch"], |v| ns(v[0]),
+            "a random pointer chase, one load per page, over 256 MiB of resident THP-backed memory"),
+        derive(raw, "zram_compress_ns", &["pageout_data", "pageout_same"], |v| ns(v[0] - v[1]),
+            "MADV_PAGEOUT to zram (lzo) of pages of the data class minus of same-filled pages, which take the same path but are not compressed"),
+        derive(raw, "zram_decompress_ns", &["swapin_data", "swapin_same"], |v| ns(v[0] - v[1]),
+            "swap-in fault from zram of a data-class page minus of a same-filled one"),
+        derive(raw, "tlb_flush_ipi_send_ns", &["mprotect_remote", "mprotect_local"], |v| ns(v[0] - v[1]),
+            "mprotect of one page while a thread of the process runs on the other CPU minus without it: the flush IPI sent and waited for"),
+    ];
+    candidates.into_iter().flatten().collect()
+}
+
+/// `foliosim calibrate`.
+pub fn calibrate(args: &CalibrateArgs) -> Result<(), Failure> {
+    let base = base_profile(&args.base)?;
+    if sys::effective_uid() != Some(0) {
+        return Err(missing(
+            "calibrate needs root: it creates a zram swap device and may set THP and zswap knobs",
+        ));
+    }
+    if std::env::var_os(FAKE_NO_ZRAM_ENV).is_some() {
+        return Err(missing(
+            "calibrate needs zram: this kernel has no zram (CONFIG_ZRAM, or `modprobe zram`)",
+        ));
+    }
+    zram::check_available().map_err(|e| missing(format!("calibrate needs zram: {e}")))?;
+    if let Some(out) = &args.output {
+        crate::output::check_output_path(out)?;
+    }
+    let bin: PathBuf =
+        crate::make::build("kernel-bench", "the kernel-bench programs").map_err(failed)?;
+    let (cpus, _) = sys::machine();
+    let cpu = cpus.saturating_sub(1);
+
+    let handlers = signal::Handlers::install();
+    let mut session = Session::new();
+    let result = measure_all(&bin, args.runs, cpu, &mut session);
+    let cleanup = session.cleanup();
+    drop(handlers);
+    if let Err(errors) = cleanup {
+        return Err(failed(format!(
+            "cleanup could not undo: {}; undo that by hand (see kernel-bench/README.md)",
+            errors.join("; ")
+        )));
+    }
+    let raw = result?;
+    eprintln!("calibrate: raw medians (ps per page, word, access or call), min-max");
+    for (name, values) in &raw {
+        let v: Vec<i64> = values.iter().map(|&v| v as i64).collect();
+        if let Some(s) = spread(&v) {
+            eprintln!("  {name:<24} {:>10}  ({}-{})", s.median, s.min, s.max);
+        }
+    }
+    let measured = costs(&raw, &base);
+    let origin = Origin {
+        host: &host_name(),
+        date: &today(),
+        base_name: &base.costs.name,
+    };
+    let text = profile_text(&base, &measured, &origin);
+    for m in &measured {
+        eprintln!(
+            "  {:<24} {:>8}  ({}-{}, {} runs)",
+            m.cost, m.spread.median, m.spread.min, m.spread.max, m.spread.runs
+        );
+    }
+    match &args.output {
+        Some(path) => {
+            write_atomically(path, &text)?;
+            eprintln!("wrote {}", path.display());
+        }
+        None => print!("{text}"),
+    }
+    Ok(())
+}
+
+fn measure_all(
+    bin: &Path,
+    runs: u64,
+    cpu: u32,
+    session: &mut Session,
+) -> Result<BTreeMap<String, Vec<u64>>, Failure> {
+    // THP `never` refuses MADV_HUGEPAGE; `madvise` or `always` both give it a THP
+    if let Some(now) = sys::read(THP_ENABLED).map(|t| sys::knob_value(&t)) {
+        if now == "never" {
+            let change = Change {
+                path: THP_ENABLED.into(),
+                before: now,
+                value: "madvise".into(),
+            };
+            eprintln!("  {}: {} -> {}", change.path, change.before, change.value);
+            session.set_knob(&change).map_err(failed)?;
+        }
+    }
+    if let Some(now) = sys::read(sys::ZSWAP_ENABLED).map(|t| sys::knob_value(&t)) {
+        if sys::same_knob_value(&now, "Y") {
+            let change = Change {
+                path: sys::ZSWAP_ENABLED.into(),
+                before: now,
+                value: "N".into(),
+            };
+            eprintln!("  {}: {} -> {}", change.path, change.before, change.value);
+            session.set_knob(&change).map_err(failed)?;
+        }
+    }
+    eprintln!("calibrate: CPU-side costs, {runs} runs after a warm-up (pinned to CPU {cpu})");
+    let mut raw = measure(
+        bin,
+        &[
+            ("read_fault", FAULT_PAGES),
+            ("write_fault", FAULT_PAGES),
+            ("thp_fault", RESIDENT_PAGES),
+            ("cow", FAULT_PAGES),
+            ("word_write", RESIDENT_PAGES),
+            ("touch", RESIDENT_PAGES),
+            ("mprotect_local", MPROTECT_CALLS),
+            ("mprotect_remote", MPROTECT_CALLS),
+        ],
+        runs,
+        cpu,
+    )?;
+    let (z, algorithm) = session
+        .add_zram_swap(ZRAM_BYTES, 32767, false)
+        .map_err(|e| failed(format!("zram swap device: {e}")))?;
+    eprintln!(
+        "  swap: {} ({algorithm}), priority 32767",
+        z.dev().display()
+    );
+    eprintln!("calibrate: zram swap-out and swap-in, {runs} runs after a warm-up");
+    let swap = measure(
+        bin,
+        &[("pageout_data", FAULT_PAGES), ("pageout_same", FAULT_PAGES)],
+        runs,
+        cpu,
+    )?;
+    raw.extend(swap);
+    Ok(raw)
+}
