@@ -69,7 +69,7 @@ mod tests {
     use std::collections::BTreeMap;
 
     const THP: &str = "/sys/kernel/mm/transparent_hugepage";
-    const ZSWAP_ENABLED: &str = "/sys/module/zswap/parameters/enabled";
+    use crate::live::sys::ZSWAP_ENABLED;
 
     #[test]
     fn wanted_covers_every_knob_at_the_runs_value() {

@@ -8,6 +8,7 @@ use foliosim::scenario::profile::BASE_PROFILES;
 use foliosim::scenario::Counters;
 
 pub const THP_DIR: &str = "/sys/kernel/mm/transparent_hugepage";
+pub const ZSWAP_ENABLED: &str = "/sys/module/zswap/parameters/enabled";
 
 /// A file's text, or None when it does not exist or cannot be read.
 pub fn read(path: impl AsRef<Path>) -> Option<String> {
