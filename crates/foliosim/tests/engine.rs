@@ -1274,3 +1274,39 @@ ops = [
     assert_eq!(r.vmstat["pgmigrate_success"], 2048);
     assert_eq!(r.vmstat["pgmigrate_fail"], 0);
 }
+
+/// A program that forked waits for its children before it exits, as kernel-bench's player does:
+/// its mm keeps mapping what it shares with them, so a child's write copies the page rather
+/// than reusing it in place, and the parent's exit_ns is still the end of its own program.
+#[test]
+fn a_parent_waits_for_its_children_so_their_writes_copy() {
+    let toml = r#"
+name = "t"
+[[machine.node]]
+memory = "1G"
+cpus = 2
+[[task]]
+name = "parent"
+ops = [
+  { op = "mmap", region = "x", size = "4M" },
+  { op = "touch", region = "x", access = "write", pattern = "sequential" },
+  { op = "fork", name = "child", ops = [
+    { op = "sleep", time = "10ms" },
+    { op = "touch", region = "x", access = "write", pattern = "sequential" },
+  ] },
+]
+"#;
+    let r = run(toml, "v6.18", &[]);
+    let by_name = |n: &str| r.tasks.iter().find(|t| t["name"] == n).unwrap();
+    let exit = |n: &str| by_name(n)["exit_ns"].as_u64().unwrap();
+    assert!(
+        exit("parent") < 10_000_000,
+        "the parent's program ends before the child's sleep"
+    );
+    assert!(exit("child") > exit("parent"));
+    assert_eq!(
+        r.vmstat["pgreuse"], 0,
+        "every child write copies a page the parent maps"
+    );
+    assert_eq!(r.sim_time_ns, exit("child"));
+}

@@ -10,6 +10,7 @@ use crate::scenario::Op;
 
 fn blocked_at_barrier(task: &Task, prog: &TaskProgram, name: &str) -> bool {
     task.state == TaskState::Blocked
+        && prog.waiting_since_ns.is_none()
         && prog.pc > 0
         && matches!(&prog.program[prog.pc - 1], Op::Barrier { name: n } if n == name)
 }
@@ -74,7 +75,12 @@ impl Workload {
             .tasks
             .iter()
             .zip(&self.tasks)
-            .filter(|(o, p)| o.is_user() && o.state == TaskState::Blocked && p.pc > 0)
+            .filter(|(o, p)| {
+                o.is_user()
+                    && o.state == TaskState::Blocked
+                    && p.waiting_since_ns.is_none()
+                    && p.pc > 0
+            })
             .filter_map(|(_, p)| match &p.program[p.pc - 1] {
                 Op::Barrier { name } => Some(name.clone()),
                 _ => None,
@@ -82,6 +88,22 @@ impl Workload {
             .collect();
         for name in waiting {
             self.barrier_release_if_complete(k, &name);
+        }
+        // parents waiting for their children (wait4) go on once the last one has exited
+        for t in 0..self.tasks.len() {
+            let prog = &self.tasks[t];
+            if prog.waiting_since_ns.is_none() || k.tasks[t].state != TaskState::Blocked {
+                continue;
+            }
+            let children = prog.children.iter().map(|&c| &k.tasks[c as usize]);
+            if children.clone().all(|c| c.state == TaskState::Exited) {
+                let wake_ns = children
+                    .map(|c| c.exit_ns)
+                    .fold(k.tasks[t].clock_ns, u64::max);
+                k.tasks[t].state = TaskState::Runnable;
+                k.tasks[t].clock_ns = wake_ns;
+                k.runq.push(wake_ns, t as u32);
+            }
         }
     }
 }

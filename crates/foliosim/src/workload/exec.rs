@@ -77,6 +77,23 @@ impl Workload {
         k.tasks[t as usize].time = breakdown;
     }
 
+    /// A program that forked waits for its children before it exits (wait4), as kernel-bench's
+    /// player does: its mm, which still maps the pages they share with it, lives until then.
+    /// Returns whether the task now waits (blocked until `reap_exits` sees its last child go).
+    fn wait_for_children(&mut self, k: &mut Kernel, t: u32) -> bool {
+        let prog = &mut self.tasks[t as usize];
+        let alive = prog
+            .children
+            .iter()
+            .any(|&c| k.tasks[c as usize].state != TaskState::Exited);
+        if alive {
+            prog.waiting_since_ns.get_or_insert(k.clock_ns);
+            k.tasks[t as usize].state = TaskState::Blocked;
+            k.tasks[t as usize].clock_ns = k.clock_ns;
+        }
+        alive
+    }
+
     /// Runs user task `t` until `quantum_end_ns`, a block, or its end. Returns when its CPU is
     /// free.
     pub fn step(&mut self, k: &mut Kernel, t: u32, quantum_end_ns: u64) -> u64 {
@@ -87,7 +104,15 @@ impl Workload {
         while k.clock_ns < quantum_end_ns {
             let pc = self.tasks[t as usize].pc;
             let Some(op) = program.get(pc) else {
+                if self.wait_for_children(k, t) {
+                    return k.clock_ns;
+                }
                 self.exit_after_last_op(k, t);
+                if let Some(ended_ns) = self.tasks[t as usize].waiting_since_ns {
+                    // the task's own figures end where its program did, as the live player
+                    // reports them before it waits
+                    k.tasks[t as usize].exit_ns = ended_ns;
+                }
                 self.reap_exits(k);
                 return k.clock_ns;
             };
@@ -265,6 +290,7 @@ impl Workload {
                 let mut c = TaskProgram::new(Rc::new(child.clone()), Default::default());
                 c.regions = self.tasks[t as usize].regions.clone();
                 self.tasks.push(c);
+                self.tasks[t as usize].children.push(id);
                 debug_assert_eq!(id as usize + 1, self.tasks.len());
             }
             Op::XsbenchLookups { lookups } => {

@@ -60,6 +60,10 @@ pub struct TaskProgram {
     pub xs: Option<super::xsbench::LookupState>,
     /// The thread of a trace this task replays (its program is then empty).
     pub replay: Option<super::trace_replay::ReplayThread>,
+    /// The tasks its `fork` ops made, and when its program ended if it is waiting for them
+    /// (wait4) before it exits.
+    pub children: Vec<u32>,
+    pub waiting_since_ns: Option<u64>,
 }
 
 impl TaskProgram {
