@@ -202,7 +202,7 @@ impl Kernel {
             .map(|_| tlb::CpuTlb::new(hw.dtlb_entries as usize))
             .collect();
 
-        let zswap = zswap::Zswap::new(spec.knobs.zswap_enabled, swap.len(), memcgs.len());
+        let zswap = zswap::Zswap::new(spec.knobs.zswap_enabled, memcgs.len());
         let mut k = Kernel {
             spec: spec.clone(),
             hw,
@@ -254,7 +254,7 @@ impl Kernel {
         k.zeromap = k.swap.iter().map(|s| vec![false; s.max as usize]).collect();
         if k.spec.knobs.zswap_enabled {
             for si in &mut k.swap {
-                si.zswap_present = vec![false; si.max as usize];
+                si.zswap = vec![None; si.max as usize];
             }
         }
         Ok(k)

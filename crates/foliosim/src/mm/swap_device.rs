@@ -60,10 +60,8 @@ impl super::swapfile::SwapInfo {
     /// entry for it is invalidated (its accounting is settled by `Kernel::zswap_settle`).
     pub fn slot_freed(&mut self, off: u32) {
         self.zram_free(off);
-        if let Some(present) = self.zswap_present.get_mut(off as usize) {
-            if std::mem::take(present) {
-                self.zswap_freed.push(off);
-            }
+        if self.zswap.get(off as usize).is_some_and(Option::is_some) {
+            self.zswap_freed.push(off);
         }
     }
 

@@ -111,8 +111,8 @@ pub struct SwapInfo {
     pub zram: super::swap_device::ZramStat,
     /// zram: which slots hold a stored object (empty for other kinds).
     pub zram_stored: Vec<bool>,
-    /// zswap: which slots have an entry in zswap (empty while zswap is off).
-    pub zswap_present: Vec<bool>,
+    /// zswap: the entry of each slot it holds (empty while zswap is off).
+    pub zswap: Vec<Option<super::zswap::ZswapEntry>>,
     /// zswap: slots freed since `Kernel::zswap_settle` last freed their entries.
     pub zswap_freed: Vec<u32>,
 }
@@ -179,7 +179,7 @@ impl SwapInfo {
             } else {
                 Vec::new()
             },
-            zswap_present: Vec::new(),
+            zswap: Vec::new(),
             zswap_freed: Vec::new(),
         };
         si.swap_map[0] = SWAP_MAP_BAD;

@@ -77,14 +77,17 @@ pub struct LruvecWorkingset {
 
 impl Kernel {
     /// The lruvec and its ancestors: a cgroup's lruvec of a node, then the root's of that node.
-    fn lruvec_and_parents(&self, lv: usize) -> impl Iterator<Item = usize> {
+    fn lruvec_and_parents(
+        &self,
+        lv: usize,
+    ) -> std::iter::Chain<std::iter::Once<usize>, std::option::IntoIter<usize>> {
         let nodes = self.nodes.len();
         std::iter::once(lv).chain((lv >= nodes).then_some(lv % nodes))
     }
 
     /// workingset_age_nonresident: the lruvec and every ancestor age by `nr` pages.
     pub fn workingset_age_nonresident(&mut self, lv: usize, nr: u64) {
-        for i in self.lruvec_and_parents(lv).collect::<Vec<_>>() {
+        for i in self.lruvec_and_parents(lv) {
             self.lruvecs[i].workingset.nonresident_age += nr;
         }
     }
@@ -158,7 +161,7 @@ impl Kernel {
         self.mem.set(folio, pg::ACTIVE);
         self.workingset_age_nonresident(lv, nr);
         count(self, activate);
-        for i in self.lruvec_and_parents(lv).collect::<Vec<_>>() {
+        for i in self.lruvec_and_parents(lv) {
             self.lruvecs[i].workingset.activate[file as usize] += nr;
         }
         if workingset {

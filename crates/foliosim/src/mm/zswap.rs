@@ -26,7 +26,7 @@
 //! directly), zsmalloc's huge classes and fragmentation, compressors other than lzo / lzo-rle,
 //! and several pools after a compressor change.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 
 use super::folio::{content, pg, FolioId, Pfn};
 use super::memory::Gfp;
@@ -43,9 +43,9 @@ const ZS_MIN_ALLOC_SIZE: u64 = 32;
 /// than a page, which zsmalloc cannot hold.
 const LZO_WORST_COMPRESS_BYTES: u64 = PAGE_SIZE + PAGE_SIZE / 16 + 64 + 3;
 
-/// One stored page (struct zswap_entry).
+/// One stored page (struct zswap_entry), kept in its slot of `SwapInfo::zswap`.
 #[derive(Clone, Copy, Debug)]
-struct ZswapEntry {
+pub struct ZswapEntry {
     /// Compressed bytes; 0 for a same-filled page kept as a value.
     length: u32,
     memcg: u16,
@@ -82,8 +82,6 @@ pub struct MemcgZswap {
 pub struct Zswap {
     /// zswap_never_enabled() is false: large-folio swap-in is off for good (v6.12+).
     pub ever_enabled: bool,
-    /// Per device: offset → entry.
-    entries: Vec<HashMap<u32, ZswapEntry>>,
     /// Per memcg: the list_lru, oldest first: (device, offset, seq); stale items are skipped.
     lru: Vec<VecDeque<(u32, u32, u64)>>,
     next_seq: u64,
@@ -129,10 +127,9 @@ impl MemcgZswap {
 }
 
 impl Zswap {
-    pub fn new(enabled: bool, nr_devices: usize, nr_memcgs: usize) -> Zswap {
+    pub fn new(enabled: bool, nr_memcgs: usize) -> Zswap {
         Zswap {
             ever_enabled: enabled,
-            entries: vec![HashMap::new(); nr_devices],
             lru: vec![VecDeque::new(); nr_memcgs],
             memcg: vec![MemcgZswap::default(); nr_memcgs],
             ..Default::default()
@@ -143,16 +140,14 @@ impl Zswap {
     pub fn pool_total_size(&self) -> u64 {
         self.pool_pages.len() as u64 * PAGE_SIZE
     }
-
-    /// Entries stored, for tests.
-    pub fn contains(&self, dev: u32, off: u32) -> bool {
-        self.entries
-            .get(dev as usize)
-            .is_some_and(|m| m.contains_key(&off))
-    }
 }
 
 impl Kernel {
+    /// The entry zswap holds for a slot, if any.
+    fn zswap_entry(&self, dev: u32, off: u32) -> Option<&ZswapEntry> {
+        self.swap[dev as usize].zswap.get(off as usize)?.as_ref()
+    }
+
     fn totalram_pages(&self) -> u64 {
         self.zones.iter().map(|z| z.managed_pages()).sum()
     }
@@ -254,12 +249,13 @@ impl Kernel {
 
     /// zswap_entry_free: the pool object, the memcg charge and the counts go.
     fn zswap_entry_free(&mut self, dev: u32, off: u32) {
-        let Some(e) = self.zswap.entries[dev as usize].remove(&off) else {
+        let Some(e) = self.swap[dev as usize]
+            .zswap
+            .get_mut(off as usize)
+            .and_then(Option::take)
+        else {
             return;
         };
-        if let Some(p) = self.swap[dev as usize].zswap_present.get_mut(off as usize) {
-            *p = false;
-        }
         self.zswap.stat.stored_pages -= 1;
         if e.length == 0 {
             self.zswap.stat.same_filled_pages -= 1;
@@ -430,16 +426,12 @@ impl Kernel {
         self.zswap_entry_free(dev, off);
         let seq = self.zswap.next_seq;
         self.zswap.next_seq += 1;
-        self.zswap.entries[dev as usize].insert(
-            off,
-            ZswapEntry {
-                length: length as u32,
-                memcg,
-                referenced: true,
-                seq,
-            },
-        );
-        self.swap[dev as usize].zswap_present[off as usize] = true;
+        self.swap[dev as usize].zswap[off as usize] = Some(ZswapEntry {
+            length: length as u32,
+            memcg,
+            referenced: true,
+            seq,
+        });
         self.zswap.stat.stored_pages += 1;
         if length == 0 {
             self.zswap.stat.same_filled_pages += 1;
@@ -461,11 +453,9 @@ impl Kernel {
         if lru.len() < 2 * live + 1024 {
             return;
         }
-        let entries = &self.zswap.entries;
+        let swap = &self.swap;
         self.zswap.lru[memcg as usize].retain(|&(d, o, seq)| {
-            entries[d as usize]
-                .get(&o)
-                .is_some_and(|e| e.seq == seq && e.length > 0)
+            swap[d as usize].zswap[o as usize].is_some_and(|e| e.seq == seq && e.length > 0)
         });
     }
 
@@ -476,7 +466,7 @@ impl Kernel {
             return false;
         }
         self.zswap_settle();
-        let Some(&e) = self.zswap.entries[dev as usize].get(&off) else {
+        let Some(&e) = self.zswap_entry(dev, off) else {
             return false;
         };
         debug_assert_eq!(self.mem.nr_pages(folio), 1, "no large swap-in with zswap");
@@ -528,7 +518,7 @@ impl Kernel {
             let Some((dev, off, seq)) = self.zswap.lru[memcg as usize].pop_front() else {
                 return Err(ShrinkError::Empty);
             };
-            let Some(e) = self.zswap.entries[dev as usize].get_mut(&off) else {
+            let Some(Some(e)) = self.swap[dev as usize].zswap.get_mut(off as usize) else {
                 continue;
             };
             if e.seq != seq {
@@ -553,7 +543,7 @@ impl Kernel {
         if self.swap_cache_lookup(dev, off).is_some() {
             return false;
         }
-        let e = self.zswap.entries[dev as usize][&off];
+        let e = *self.zswap_entry(dev, off).expect("the LRU item's entry");
         let ns = match e.length as u64 {
             PAGE_SIZE => self.hw.zram_same_page_ns,
             _ => self.hw.zram_decompress_ns,
@@ -713,7 +703,7 @@ ops = [{{ op = "mmap", region = "a", size = "4M" }}]
         reclaim(&mut k, mm, vpn);
         let (dev, off) = swap_entry_at(&k, mm, vpn);
         vpn += 1;
-        assert!(!k.zswap.contains(dev, off));
+        assert!(!k.zswap_entry(dev, off).is_some());
         assert_eq!(k.zswap.stat.pool_limit_hit, 1);
         assert_eq!(k.stat.get(Vm::Pswpout), 1);
         // The shrink worker only gave the oldest entries their second chance: none written back.
@@ -760,7 +750,7 @@ ops = [{{ op = "mmap", region = "a", size = "4M" }}]
         }
         // The first page stored was the first written back, to the device.
         let (dev, off) = swap_entry_at(&k, mm, start);
-        assert!(!k.zswap.contains(dev, off));
+        assert!(!k.zswap_entry(dev, off).is_some());
         assert_eq!(k.zswap.stat.written_back_pages, k.stat.get(Vm::Zswpwb));
         assert!(k.zswap_total_pages() <= k.zswap_accept_thr_pages());
         // Reading it back comes from the device; a page still in zswap comes from zswap.
@@ -771,14 +761,14 @@ ops = [{{ op = "mmap", region = "a", size = "4M" }}]
             .rev()
             .find(|&p| {
                 let (d, o) = swap_entry_at(&k, mm, p);
-                k.zswap.contains(d, o)
+                k.zswap_entry(d, o).is_some()
             })
             .expect("a page still in zswap");
         let (dev, off) = swap_entry_at(&k, mm, in_zswap);
         k.touch(mm, in_zswap, false, 0).unwrap();
         assert_eq!(k.stat.get(Vm::Zswpin), zswpin + 1);
         // The slot was freed after the load: so was its entry.
-        assert!(!k.zswap.contains(dev, off));
+        assert!(!k.zswap_entry(dev, off).is_some());
     }
 
     #[test]
