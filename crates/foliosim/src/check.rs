@@ -108,7 +108,7 @@ pub fn check(k: &Kernel) -> Vec<String> {
                         continue;
                     }
                     mapcount[head] += 1;
-                    if !k.mem.pages[head].test(pg::SWAPBACKED) {
+                    if !k.mem.pages[head].test(pg::SWAPBACKED) || k.mem.is_shmem(head as u32) {
                         // A page-cache page: cached by its file, and mapped by a VMA of that
                         // file at the page's own offset.
                         let (file, index) = (k.mem.anon_vma(head as u32), k.mem.index(head as u32));
@@ -206,7 +206,7 @@ pub fn check(k: &Kernel) -> Vec<String> {
             let p = &k.mem.pages[folio as usize];
             let start = p.index as usize;
             let ok = p.is_head()
-                && !p.test(pg::SWAPBACKED)
+                && p.test(pg::SWAPBACKED) == f.shmem.is_some()
                 && k.mem.anon_vma(folio) as usize == fi
                 && (start..start + (1usize << p.order())).contains(&i);
             if !ok {
@@ -225,7 +225,8 @@ pub fn check(k: &Kernel) -> Vec<String> {
         // Dirty and writeback pages of the file; its dirty count and dirtied_when agree.
         let (mut dirty, mut writeback) = (0u64, 0u64);
         for (i, &folio) in f.cache.iter().enumerate() {
-            if folio != NIL && k.mem.index(folio) as usize == i {
+            // shmem has no dirty accounting (its folios are dirty until swapped out)
+            if folio != NIL && k.mem.index(folio) as usize == i && f.shmem.is_none() {
                 let nr = k.mem.nr_pages(folio) as u64;
                 dirty += nr * k.mem.test(folio, pg::DIRTY) as u64;
                 writeback += nr * k.mem.test(folio, pg::WRITEBACK) as u64;

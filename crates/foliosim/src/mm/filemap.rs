@@ -75,6 +75,8 @@ pub struct File {
     pub wb_inflight: std::collections::VecDeque<(u64, FolioId)>,
     /// The VMAs mapping the file (`i_mmap`): (mm, first vpn of the VMA), in mmap order.
     pub i_mmap: Vec<(u32, u32)>,
+    /// An shmem file (tmpfs, or shared anonymous memory): mm/shmem.rs.
+    pub shmem: Option<super::shmem::ShmemInode>,
 }
 
 impl File {
@@ -96,6 +98,7 @@ impl File {
             writeback_index: 0,
             wb_inflight: Default::default(),
             i_mmap: Vec::new(),
+            shmem: None,
         }
     }
 }
@@ -140,10 +143,17 @@ impl Kernel {
         (self.files.len() - 1) as FileId
     }
 
-    /// Is this a file folio (on the file LRU)? `folio_is_file_lru`.
+    /// Is this a file folio (on the file LRU)? `folio_is_file_lru`. shmem folios are not: they
+    /// are swap-backed and live on the anon LRU.
     #[inline]
     pub fn folio_is_file_lru(&self, folio: FolioId) -> bool {
         !self.mem.test(folio, pg::SWAPBACKED)
+    }
+
+    /// Is this an anonymous folio (`folio_test_anon`)? Not a page-cache folio, shmem included.
+    #[inline]
+    pub fn folio_test_anon(&self, folio: FolioId) -> bool {
+        self.mem.test(folio, pg::SWAPBACKED) && !self.mem.is_shmem(folio)
     }
 
     /// filemap_alloc_folio + filemap_add_folio: a new folio of `order` at `index`, placed by the
@@ -290,6 +300,9 @@ impl Kernel {
         quantum_end_ns: u64,
     ) -> Result<bool, Killed> {
         let file = req.file;
+        if self.files[file as usize].shmem.is_some() {
+            return self.shmem_file_read_op(t, req, quantum_end_ns);
+        }
         if !self.tasks[t as usize].file_read.started {
             let (pos, end) = self.file_op_range(file, req.offset_bytes, req.len_bytes);
             self.tasks[t as usize].file_read = ReadState {
@@ -382,7 +395,7 @@ impl Kernel {
 
     /// The byte range [pos, end) a FileRead or FileWrite of `len_bytes` at `offset_bytes`
     /// covers: files do not grow here, so a write past the end is cut at it, as a read is.
-    fn file_op_range(&self, file: FileId, offset_bytes: u64, len_bytes: u64) -> (u64, u64) {
+    pub(super) fn file_op_range(&self, file: FileId, offset_bytes: u64, len_bytes: u64) -> (u64, u64) {
         let size = self.files[file as usize].size_bytes;
         (
             offset_bytes.min(size),
@@ -394,7 +407,7 @@ impl Kernel {
     /// copy_folio_from_iter_atomic for a write), from `pos` to the folio's end or `call_end`,
     /// whichever comes first: per 4 KiB `copy_page_ns` plus one load latency of the folio's
     /// node. Returns where the copy ended.
-    fn copy_folio_iter(&mut self, t: u32, folio: FolioId, pos: u64, call_end: u64) -> u64 {
+    pub(super) fn copy_folio_iter(&mut self, t: u32, folio: FolioId, pos: u64, call_end: u64) -> u64 {
         let folio_end =
             (self.mem.index(folio) as u64 + self.mem.nr_pages(folio) as u64) * PAGE_SIZE;
         let to = folio_end.min(call_end);
@@ -440,6 +453,9 @@ impl Kernel {
         quantum_end_ns: u64,
     ) -> Result<bool, Killed> {
         let file = req.file;
+        if self.files[file as usize].shmem.is_some() {
+            return self.shmem_file_write_op(t, req, quantum_end_ns);
+        }
         let mut st = self.tasks[t as usize].file_write;
         if !st.started {
             let (pos, end) = self.file_op_range(file, req.offset_bytes, req.len_bytes);
@@ -581,6 +597,9 @@ impl Kernel {
     pub fn filemap_fault(&mut self, mm: u32, vi: usize, vpn: u32) -> Result<FolioId, Killed> {
         let v = &self.mms[mm as usize].vmas[vi];
         let vf = v.file.expect("a file VMA");
+        if self.files[vf.file as usize].shmem.is_some() {
+            return self.shmem_fault(mm, vi, vpn);
+        }
         let (file, flags) = (vf.file, v.flags);
         let index = v.linear_page_index(vpn);
         let mut ra = vf.ra;

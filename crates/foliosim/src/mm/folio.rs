@@ -51,7 +51,8 @@ pub struct Page {
     /// LRU list links (allocated folio head) or buddy free-list links (free block head).
     pub lru_next: u32,
     pub lru_prev: u32,
-    /// Head: low 24 bits the anon_vma id, high 8 bits the memcg id. Tail: the head PFN.
+    /// Head: low 23 bits the anon_vma id (anonymous) or the file id (page cache), bit 23 set for
+    /// an shmem folio (MAPPING_SHMEM), high 8 bits the memcg id. Tail: the head PFN.
     pub mapping: u32,
     /// Head: linear page index (virtual page number) of the folio's first page.
     pub index: u32,
@@ -114,7 +115,10 @@ impl Page {
 }
 
 pub const ANON_VMA_BITS: u32 = 24;
-pub const ANON_VMA_MASK: u32 = (1 << ANON_VMA_BITS) - 1;
+/// In a head's `mapping`: the folio belongs to an shmem file (tmpfs, shared anonymous memory):
+/// swap-backed like an anonymous folio, but in a file's page cache, as `shmem_mapping` tells.
+pub const MAPPING_SHMEM: u32 = 1 << (ANON_VMA_BITS - 1);
+pub const ANON_VMA_MASK: u32 = MAPPING_SHMEM - 1;
 
 /// `Page::mapcount0` of an order-0 folio mapped 255 times or more (by that many forked or
 /// file-sharing processes): the count is kept in `MemMap::mapcount_overflow`, so the page
@@ -173,6 +177,16 @@ impl MemMap {
     pub fn anon_vma(&self, folio: FolioId) -> u32 {
         self.pages[folio as usize].mapping & ANON_VMA_MASK
     }
+    /// The anon_vma or file field with its MAPPING_SHMEM bit, to give a split's new folios.
+    #[inline]
+    pub fn mapping_field(&self, folio: FolioId) -> u32 {
+        self.pages[folio as usize].mapping & (ANON_VMA_MASK | MAPPING_SHMEM)
+    }
+    /// An shmem folio (`shmem_mapping(folio->mapping)`; kept while it is in the swap cache).
+    #[inline]
+    pub fn is_shmem(&self, folio: FolioId) -> bool {
+        self.pages[folio as usize].mapping & MAPPING_SHMEM != 0
+    }
     #[inline]
     pub fn memcg(&self, folio: FolioId) -> u16 {
         (self.pages[folio as usize].mapping >> ANON_VMA_BITS) as u16
@@ -219,10 +233,12 @@ impl MemMap {
     }
 
     /// Turns a block handed out by the buddy allocator into a folio (`prep_compound_page`).
+    /// `anon_vma` is the anon_vma id or the file id, with MAPPING_SHMEM for an shmem folio.
     pub fn prep_folio(&mut self, head: Pfn, order: u32, anon_vma: u32, memcg: u16, index: u32) {
+        debug_assert!(anon_vma & !(ANON_VMA_MASK | MAPPING_SHMEM) == 0);
         let h = &mut self.pages[head as usize];
         *h = Page {
-            mapping: (anon_vma & ANON_VMA_MASK) | ((memcg as u32) << ANON_VMA_BITS),
+            mapping: anon_vma | ((memcg as u32) << ANON_VMA_BITS),
             index,
             flags: pg::HEAD,
             content: h.content,

@@ -188,11 +188,17 @@ impl Kernel {
 
         // Unmap (PMD split, then all PTEs) and flush once; the same PTEs are restored afterwards.
         let mut mappings = Vec::new();
-        let av = self.mem.anon_vma(folio) as usize;
+        let shmem = self.mem.is_shmem(folio);
         let index = self.mem.index(folio);
-        for &mm in &self.anon_vmas[av].mms {
-            if let Some(vi) = self.mms[mm as usize].find_vma(index) {
-                mappings.push((mm, vi));
+        if shmem {
+            // Only shmem_writeout splits an shmem folio here, after reclaim unmapped it.
+            debug_assert_eq!(self.mem.mapcount(folio), 0);
+        } else {
+            let av = self.mem.anon_vma(folio) as usize;
+            for &mm in &self.anon_vmas[av].mms {
+                if let Some(vi) = self.mms[mm as usize].find_vma(index) {
+                    mappings.push((mm, vi));
+                }
             }
         }
         let mut mapcounts = vec![0u32; nr as usize];
@@ -238,7 +244,7 @@ impl Kernel {
         self.folio_unqueue_deferred_split(folio);
         let head = self.mem.pages[folio as usize];
         let inherited = head.flags & INHERITED;
-        let (memcg, anon_vma) = (self.mem.memcg(folio), self.mem.anon_vma(folio));
+        let (memcg, anon_vma) = (self.mem.memcg(folio), self.mem.mapping_field(folio));
         let on_lru = head.test(pg::LRU);
         if on_lru {
             self.lruvec_del_folio(folio);
@@ -259,7 +265,14 @@ impl Kernel {
                 self.set_folio_swap_entry(page, dev, off + i);
             }
         }
-        let dropped = if swap.is_some() {
+        if shmem && !self.mem.test(folio, pg::SWAPCACHE) {
+            // the page cache names each new folio (__split_huge_page's xarray split)
+            let file = self.mem.anon_vma(folio) as usize;
+            for i in 0..nr {
+                self.files[file].cache[(index + i) as usize] = folio + i;
+            }
+        }
+        let dropped = if swap.is_some() || shmem {
             Vec::new()
         } else if self.generation().remaps_zero_subpages_on_split() {
             self.drop_zero_subpages(folio, nr, &mappings, pt::ZERO_PAGE, !on_lru)

@@ -30,7 +30,8 @@ impl Kernel {
                 continue;
             }
             let folio = self.mem.head_of(pt::pfn(pte));
-            if self.folio_is_file_lru(folio) {
+            // page-cache folios, shmem's included, are left alone here
+            if !self.folio_test_anon(folio) {
                 i += 1;
                 continue;
             }

@@ -458,7 +458,7 @@ impl Kernel {
         let old_page = pt::pfn(pte);
         let old = self.mem.head_of(old_page);
         self.migrc_hook_wp_fault();
-        let file = self.folio_is_file_lru(old);
+        let file = !self.folio_test_anon(old);
         if file && pte & pt::PMD != 0 {
             // wp_huge_pmd in a file VMA: COW and write-notify work on PTEs, so the PMD goes
             // and the fault starts again from a none PTE.
@@ -588,7 +588,7 @@ impl Kernel {
                     }
                     let folio = self.mem.head_of(pt::pfn(*p));
                     self.mem.add_mapcount(folio, 1);
-                    if self.folio_is_file_lru(folio) {
+                    if !self.folio_test_anon(folio) {
                         self.mms[child as usize].rss_file += 1;
                     } else {
                         self.mms[child as usize].rss_anon += 1;
@@ -715,6 +715,11 @@ impl Kernel {
         if self.do_set_pmd(mm, vi, folio, write) {
             return;
         }
+        if self.mem.is_shmem(folio) {
+            let (first, page, nr) = self.shmem_finish_fault_range(mm, vi, vpn, folio);
+            self.set_pte_range(mm, vi, first, page, nr, write);
+            return;
+        }
         let index = self.mms[mm as usize].vmas[vi].linear_page_index(vpn);
         let page = folio + (index - self.mem.index(folio));
         self.set_pte_range(mm, vi, vpn, page, 1, write);
@@ -722,12 +727,15 @@ impl Kernel {
 
     /// set_pte_range for a page-cache folio: `nr` PTEs from `vpn` map consecutive pages from
     /// `page` (young, as x86's protections carry the accessed bit; writable and dirty for a
-    /// write), and folio_add_file_rmap_ptes counts them.
+    /// write; writable on a read too in a shared writable shmem mapping, which wants no write
+    /// notification), and folio_add_file_rmap_ptes counts them.
     pub fn set_pte_range(&mut self, mm: u32, vi: usize, vpn: u32, page: u32, nr: u32, write: bool) {
         let folio = self.mem.head_of(page);
         let mut flags = pt::YOUNG;
         if write {
             flags |= pt::WRITE | pt::DIRTY;
+        } else if self.mem.is_shmem(folio) && self.shmem_maps_writable(mm, vi) {
+            flags |= pt::WRITE;
         }
         let v = &mut self.mms[mm as usize].vmas[vi];
         let from = (vpn - v.start) as usize;
@@ -770,6 +778,8 @@ impl Kernel {
         let mut flags = pt::YOUNG | pt::PMD;
         if write {
             flags |= pt::WRITE | pt::DIRTY;
+        } else if self.mem.is_shmem(folio) && self.shmem_maps_writable(mm, vi) {
+            flags |= pt::WRITE;
         }
         let v = &mut self.mms[mm as usize].vmas[vi];
         for i in 0..HPAGE_PMD_NR as usize {

@@ -241,7 +241,7 @@ impl Kernel {
         let order = self.mem.order(src);
         let nr = self.mem.nr_pages(src);
         let (av, memcg, index) = (
-            self.mem.anon_vma(src),
+            self.mem.mapping_field(src),
             self.mem.memcg(src),
             self.mem.index(src),
         );
@@ -291,7 +291,7 @@ impl Kernel {
             self.copy_folio_ns(src_node, dst_node, nr as u64)
                 + entries.len() as u64 * self.hw.pte_update_ns,
         );
-        if self.folio_is_file_lru(dst) {
+        if !self.folio_test_anon(dst) && !self.mem.test(dst, pg::SWAPCACHE) {
             self.filemap_replace_folio(src, dst);
         }
         self.folio_add_lru(dst);

@@ -21,6 +21,7 @@ pub mod page_writeback;
 pub mod pagetable;
 pub mod readahead;
 pub mod rmap;
+pub mod shmem;
 pub mod swap_alloc;
 pub mod swap_cluster;
 pub mod swap_device;

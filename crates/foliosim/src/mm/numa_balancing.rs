@@ -304,7 +304,7 @@ impl Kernel {
         // Restore the PTE: accessible again; writable if the anonymous folio is exclusive, or
         // for a page-cache folio if the mapping is shared and the PTE dirty already
         // (can_change_pte_writable); a private file page stays read-only for its COW.
-        let writable = if self.folio_is_file_lru(folio) {
+        let writable = if !self.folio_test_anon(folio) {
             let flags = self.mms[mm as usize].vmas[vi].flags;
             flags & super::vma::VM_SHARED != 0 && pte & pt::DIRTY != 0
         } else {

@@ -19,7 +19,7 @@ use super::Kernel;
 impl Kernel {
     /// Calls `f(mm, vma index)` for each VMA that may map the folio's range.
     pub(super) fn for_each_mapping(&self, folio: FolioId, mut f: impl FnMut(u32, usize)) {
-        if self.folio_is_file_lru(folio) {
+        if !self.folio_test_anon(folio) {
             // rmap_walk_file: the VMAs of i_mmap whose file range overlaps the folio; callers
             // do not walk an unmapped folio.
             if self.mem.mapcount(folio) == 0 {
@@ -64,7 +64,7 @@ impl Kernel {
         let v = &self.mms[mm as usize].vmas[vi];
         let index = self.mem.index(folio) as i64;
         match v.file {
-            Some(vf) if self.folio_is_file_lru(folio) => v.start as i64 + index - vf.pgoff as i64,
+            Some(vf) if !self.folio_test_anon(folio) => v.start as i64 + index - vf.pgoff as i64,
             _ => index,
         }
     }
@@ -159,9 +159,9 @@ impl Kernel {
     }
 
     /// try_to_unmap: every PTE mapping the folio becomes a swap PTE (an anonymous folio in the
-    /// swap cache) or none (a page-cache folio, which the file can give back).
+    /// swap cache) or none (a page-cache folio, shmem's included, which the file gives back).
     pub fn try_to_unmap(&mut self, folio: FolioId) {
-        let file = self.folio_is_file_lru(folio);
+        let file = !self.folio_test_anon(folio);
         debug_assert!(file || self.mem.test(folio, pg::SWAPCACHE));
         let (dev, first_off) = if file {
             (0, 0)

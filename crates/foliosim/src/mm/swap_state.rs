@@ -30,14 +30,22 @@ pub enum SwapWrite {
 const OFFSET_BITS: u32 = 27;
 const OFFSET_MASK: u32 = (1 << OFFSET_BITS) - 1;
 
+/// A swap entry as one `u32` (device, offset), as a swap-cache folio keeps it.
+pub fn pack_swap_entry(dev: u32, off: u32) -> u32 {
+    (dev << OFFSET_BITS) | off
+}
+
+pub fn unpack_swap_entry(v: u32) -> (u32, u32) {
+    (v >> OFFSET_BITS, v & OFFSET_MASK)
+}
+
 impl Kernel {
     pub fn folio_swap_entry(&self, folio: FolioId) -> (u32, u32) {
-        let v = self.mem.pages[folio as usize].private;
-        (v >> OFFSET_BITS, v & OFFSET_MASK)
+        unpack_swap_entry(self.mem.pages[folio as usize].private)
     }
 
     pub fn set_folio_swap_entry(&mut self, folio: FolioId, dev: u32, off: u32) {
-        self.mem.pages[folio as usize].private = (dev << OFFSET_BITS) | off;
+        self.mem.pages[folio as usize].private = pack_swap_entry(dev, off);
         self.swap[dev as usize].cache[off as usize] = folio;
     }
 
@@ -55,7 +63,7 @@ impl Kernel {
     pub fn add_to_swap_cache(&mut self, folio: FolioId, dev: u32, off: u32) {
         let nr = self.mem.nr_pages(folio);
         self.mem.set(folio, pg::SWAPCACHE);
-        self.mem.pages[folio as usize].private = (dev << OFFSET_BITS) | off;
+        self.mem.pages[folio as usize].private = pack_swap_entry(dev, off);
         let si = &mut self.swap[dev as usize];
         for s in off..off + nr {
             si.cache[s as usize] = folio;

@@ -226,9 +226,12 @@ impl Kernel {
         self.zap_range(mm, vi, 0, len, true);
         let v = self.mms[mm as usize].vmas.remove(vi);
         if let Some(vf) = v.file {
-            self.files[vf.file as usize]
-                .i_mmap
-                .retain(|&m| m != (mm, v.start));
+            let f = &mut self.files[vf.file as usize];
+            f.i_mmap.retain(|&m| m != (mm, v.start));
+            // the last mapping of shared anonymous memory drops its object (shmem_evict_inode)
+            if f.i_mmap.is_empty() && f.shmem.as_ref().is_some_and(|s| s.anon) {
+                self.shmem_truncate(vf.file);
+            }
         }
     }
 
@@ -266,7 +269,7 @@ impl Kernel {
                 let folio = self.mem.head_of(pt::pfn(pte));
                 let nr = self.folio_pte_batch(mm, vi, i, to, folio);
                 if pte & pt::PMD != 0 && nr < self.mem.nr_pages(folio) {
-                    if self.folio_is_file_lru(folio) {
+                    if !self.folio_test_anon(folio) {
                         // The whole PMD goes; look at the same PTE again, now none.
                         self.split_huge_pmd_file(mm, vi, folio);
                         continue;
@@ -282,7 +285,7 @@ impl Kernel {
                     young |= *p & pt::YOUNG != 0;
                     *p = pt::PTE_NONE;
                 }
-                if self.folio_is_file_lru(folio) {
+                if !self.folio_test_anon(folio) {
                     // zap_present_folio_ptes: the file folio keeps what the PTEs knew.
                     self.mms[mm as usize].rss_file -= nr as u64;
                     if dirty {
@@ -386,7 +389,7 @@ impl Kernel {
     /// deferred split. A file folio stays in the page cache.
     pub fn folio_remove_rmap_ptes(&mut self, folio: FolioId, nr: u32) {
         self.mem.add_mapcount(folio, -(nr as i32));
-        if self.folio_is_file_lru(folio) {
+        if !self.folio_test_anon(folio) {
             return;
         }
         let mapcount = self.mem.mapcount(folio);

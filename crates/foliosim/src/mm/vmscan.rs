@@ -25,6 +25,8 @@
 //! kswapd, compaction, MGLRU.
 
 use super::folio::{pg, FolioId, NIL};
+use super::shmem::ShmemWrite;
+use super::swap_state::SwapWrite;
 use super::vma::VM_EXEC;
 use super::vmstat::{Memcg, Mthp, Vm};
 use super::Kernel;
@@ -676,6 +678,46 @@ impl Kernel {
                 let nr = self.mem.nr_pages(folio) as u64;
                 let shadow = self.workingset_eviction(folio, sc.target_memcg);
                 self.filemap_remove_folio_shadow(folio, shadow);
+                self.free_folio(folio);
+                reclaimed += nr;
+                continue;
+            }
+            if self.mem.is_shmem(folio) && !self.mem.test(folio, pg::SWAPCACHE) {
+                // An shmem folio in its page cache: unmapped like a file folio; a clean one
+                // (never written: all zeros) is dropped; a dirty one goes to swap through
+                // shmem_writeout, leaving the page cache for the swap cache, and is then freed
+                // as an anonymous swap-cache folio would be.
+                if self.mem.mapcount(folio) > 0 {
+                    self.try_to_unmap(folio);
+                    if self.mem.mapcount(folio) > 0 {
+                        self.putback_folio(folio, true);
+                        continue;
+                    }
+                }
+                let nr = self.mem.nr_pages(folio) as u64;
+                if !self.mem.test(folio, pg::DIRTY) {
+                    self.filemap_remove_folio(folio);
+                    self.free_folio(folio);
+                    reclaimed += nr;
+                    continue;
+                }
+                self.try_to_unmap_flush_dirty();
+                sc.nr_pageout += nr;
+                match self.shmem_writeout(folio, list) {
+                    ShmemWrite::Swapped(SwapWrite::Done) => {}
+                    ShmemWrite::Swapped(SwapWrite::InFlight) => {
+                        self.mem.set(folio, pg::RECLAIM);
+                        self.putback_folio(folio, false);
+                        continue;
+                    }
+                    ShmemWrite::Redirty | ShmemWrite::Swapped(SwapWrite::Activate) => {
+                        self.putback_folio(folio, true);
+                        continue;
+                    }
+                }
+                let nr = self.mem.nr_pages(folio) as u64;
+                let shadow = self.workingset_eviction(folio, sc.target_memcg);
+                self.delete_from_swap_cache_shadow(folio, shadow);
                 self.free_folio(folio);
                 reclaimed += nr;
                 continue;

@@ -56,6 +56,11 @@ counters!(
     Pgfree = "pgfree",
     AllocstallNormal = "allocstall_normal",
     KswapdWakeups = "pageoutrun",
+    // shmem (reported only for runs with shmem, see SHMEM_VM); nr_shmem and
+    // nr_shmem_hugepages are read from the page caches at report time.
+    ThpFileAlloc = "thp_file_alloc",
+    ThpFileFallback = "thp_file_fallback",
+    ThpFileFallbackCharge = "thp_file_fallback_charge",
     ThpFaultAlloc = "thp_fault_alloc",
     ThpFaultFallback = "thp_fault_fallback",
     ThpFaultFallbackCharge = "thp_fault_fallback_charge",
@@ -123,6 +128,9 @@ counters!(
     SplitDeferred = "split_deferred",
     NrAnonPartiallyMapped = "nr_anon_partially_mapped",
     Zswpout = "zswpout",
+    ShmemAlloc = "shmem_alloc",
+    ShmemFallback = "shmem_fallback",
+    ShmemFallbackCharge = "shmem_fallback_charge",
 );
 
 counters!(
@@ -154,6 +162,9 @@ counters!(
 pub const ZSWAP_VM: &[Vm] = &[Vm::Zswpin, Vm::Zswpout, Vm::Zswpwb];
 pub const ZSWAP_MTHP: &[Mthp] = &[Mthp::Zswpout];
 pub const ZSWAP_MEMCG: &[Memcg] = &[Memcg::Zswpin, Memcg::Zswpout, Memcg::Zswpwb];
+/// The counters that exist only with shmem in play, likewise.
+pub const SHMEM_VM: &[Vm] = &[Vm::ThpFileAlloc, Vm::ThpFileFallback, Vm::ThpFileFallbackCharge];
+pub const SHMEM_MTHP: &[Mthp] = &[Mthp::ShmemAlloc, Mthp::ShmemFallback, Mthp::ShmemFallbackCharge];
 
 #[derive(Clone, Debug)]
 pub struct VmStat {

@@ -65,6 +65,7 @@ fn program_pages(ops: &[Op], live: &mut BTreeMap<String, u64>) -> u64 {
     for op in ops {
         match op {
             Op::Mmap { region, size_bytes }
+            | Op::MmapShared { region, size_bytes }
             | Op::MmapFile {
                 region, size_bytes, ..
             } => {

@@ -68,6 +68,42 @@ impl Generation {
         self >= Generation::V6_18
     }
 
+    // shmem
+
+    /// v6.11 (mTHP for shared anonymous memory): per-size hugepages-<size>kB/shmem_enabled
+    /// knobs; before, shared anonymous memory had PMD-sized folios only.
+    pub fn has_shmem_mthp_knobs(self) -> bool {
+        self >= Generation::V6_12
+    }
+
+    /// v6.11: finish_fault maps a large folio of shared anonymous memory whole.
+    pub fn maps_anon_shmem_folios_whole(self) -> bool {
+        self >= Generation::V6_12
+    }
+
+    /// v6.14 (large folios for tmpfs): a tmpfs write gets folios as large as the write allows
+    /// under huge=always/within_size; before, PMD-sized ones only. v6.18 here.
+    pub fn tmpfs_sizes_folios_by_write(self) -> bool {
+        self >= Generation::V6_18
+    }
+
+    /// v6.14: finish_fault maps a large tmpfs folio whole. v6.18 here.
+    pub fn maps_tmpfs_folios_whole(self) -> bool {
+        self >= Generation::V6_18
+    }
+
+    /// v6.12 (shmem large folio swap-out): shmem_writeout swaps a large folio out whole;
+    /// before, it split it first.
+    pub fn shmem_swaps_out_large_folios(self) -> bool {
+        self >= Generation::V6_12
+    }
+
+    /// v6.14+ (large folio swap-in for shmem from a synchronous device, shmem_swap_alloc_folio;
+    /// v6.18 here): a swapped large entry comes back as one folio; before, page by page.
+    pub fn swaps_in_large_shmem_folios(self) -> bool {
+        self >= Generation::V6_18
+    }
+
     // swap: swapfile, swap_alloc, swap_state, swap_slots
 
     /// v6.10: the swap allocator hands out mTHP-sized ranges from per-CPU, per-order cluster

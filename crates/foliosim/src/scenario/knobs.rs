@@ -19,6 +19,81 @@ pub enum ThpDefrag {
     Never,
 }
 
+/// shmem's huge page policy: the `huge=` mount option of a tmpfs (never, always, within_size,
+/// advise) and the top-level `shmem_enabled` knob, which adds deny and force and is the
+/// policy of the internal mount behind shared anonymous memory (mm/shmem.c SHMEM_HUGE_*).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ShmemHuge {
+    Never,
+    Always,
+    WithinSize,
+    Advise,
+    Deny,
+    Force,
+}
+
+impl ShmemHuge {
+    pub fn name(self) -> &'static str {
+        match self {
+            ShmemHuge::Never => "never",
+            ShmemHuge::Always => "always",
+            ShmemHuge::WithinSize => "within_size",
+            ShmemHuge::Advise => "advise",
+            ShmemHuge::Deny => "deny",
+            ShmemHuge::Force => "force",
+        }
+    }
+    /// Parses a value; `deny` and `force` only where `knob` (they are not mount options).
+    pub fn parse(value: &str, knob: bool) -> Option<ShmemHuge> {
+        Some(match value.trim() {
+            "never" => ShmemHuge::Never,
+            "always" => ShmemHuge::Always,
+            "within_size" => ShmemHuge::WithinSize,
+            "advise" => ShmemHuge::Advise,
+            "deny" if knob => ShmemHuge::Deny,
+            "force" if knob => ShmemHuge::Force,
+            _ => return None,
+        })
+    }
+}
+
+const SHMEM_ENABLED_VALUES: &str = "always|within_size|advise|never|deny|force";
+
+/// A size's `hugepages-<size>kB/shmem_enabled` (v6.11+): which large folios shared anonymous
+/// memory may use.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MthpShmem {
+    Always,
+    Inherit,
+    WithinSize,
+    Advise,
+    Never,
+}
+
+const MTHP_SHMEM_VALUES: &str = "always|inherit|within_size|advise|never";
+
+impl MthpShmem {
+    fn name(self) -> &'static str {
+        match self {
+            MthpShmem::Always => "always",
+            MthpShmem::Inherit => "inherit",
+            MthpShmem::WithinSize => "within_size",
+            MthpShmem::Advise => "advise",
+            MthpShmem::Never => "never",
+        }
+    }
+    fn parse(value: &str) -> Option<MthpShmem> {
+        Some(match value.trim() {
+            "always" => MthpShmem::Always,
+            "inherit" => MthpShmem::Inherit,
+            "within_size" => MthpShmem::WithinSize,
+            "advise" => MthpShmem::Advise,
+            "never" => MthpShmem::Never,
+            _ => return None,
+        })
+    }
+}
+
 pub const PMD_ORDER: usize = 9;
 /// Anonymous mTHP orders that have a `hugepages-<size>kB` directory (order 1 is not allowed for anon).
 pub const ANON_ORDERS: std::ops::RangeInclusive<usize> = 2..=PMD_ORDER;
@@ -32,6 +107,12 @@ pub struct Knobs {
     /// /sys/kernel/mm/transparent_hugepage/hugepages-<4<<order>kB/enabled, indexed by order.
     /// Defaults: PMD order inherit, others never.
     pub mthp_enabled: [ThpEnabled; PMD_ORDER + 1],
+    /// /sys/kernel/mm/transparent_hugepage/shmem_enabled (default never,
+    /// CONFIG_TRANSPARENT_HUGEPAGE_SHMEM_HUGE_NEVER).
+    pub shmem_enabled: ShmemHuge,
+    /// /sys/kernel/mm/transparent_hugepage/hugepages-<4<<order>kB/shmem_enabled, indexed by
+    /// order. Defaults: PMD order inherit, others never.
+    pub mthp_shmem_enabled: [MthpShmem; PMD_ORDER + 1],
     /// /sys/kernel/mm/transparent_hugepage/khugepaged/max_ptes_none (default 511).
     pub max_ptes_none: u32,
     /// /proc/sys/vm/min_free_kbytes; None = computed at boot as the kernel does.
@@ -150,10 +231,14 @@ impl Default for Knobs {
     fn default() -> Self {
         let mut mthp_enabled = [ThpEnabled::Never; PMD_ORDER + 1];
         mthp_enabled[PMD_ORDER] = ThpEnabled::Inherit;
+        let mut mthp_shmem_enabled = [MthpShmem::Never; PMD_ORDER + 1];
+        mthp_shmem_enabled[PMD_ORDER] = MthpShmem::Inherit;
         Knobs {
             thp_enabled: ThpEnabled::Always,
             thp_defrag: ThpDefrag::Madvise,
             mthp_enabled,
+            shmem_enabled: ShmemHuge::Never,
+            mthp_shmem_enabled,
             max_ptes_none: 511,
             min_free_kbytes: None,
             watermark_scale_factor: 10,
@@ -353,12 +438,29 @@ pub fn mthp_enabled_path(order: usize) -> String {
     format!("{THP_DIR}/hugepages-{}/enabled", order_size_name(order))
 }
 
+/// The path of the per-size `shmem_enabled` knob of an order.
+pub fn mthp_shmem_enabled_path(order: usize) -> String {
+    format!("{THP_DIR}/hugepages-{}/shmem_enabled", order_size_name(order))
+}
+
+const SHMEM_ENABLED: &str = "/sys/kernel/mm/transparent_hugepage/shmem_enabled";
+
 /// The order of a `hugepages-<N>kB/enabled` path, if it is one of the supported sizes.
 fn mthp_order_of_path(path: &str) -> Option<usize> {
+    mthp_order_of_file(path, "enabled")
+}
+
+/// The order of a `hugepages-<N>kB/shmem_enabled` path, if it is one of the supported sizes.
+fn mthp_shmem_order_of_path(path: &str) -> Option<usize> {
+    mthp_order_of_file(path, "shmem_enabled")
+}
+
+fn mthp_order_of_file(path: &str, file: &str) -> Option<usize> {
     let size = path
         .strip_prefix(THP_DIR)?
         .strip_prefix("/hugepages-")?
-        .strip_suffix("kB/enabled")?;
+        .strip_suffix(file)?
+        .strip_suffix("kB/")?;
     let size_kb: u64 = size.parse().ok()?;
     if !MTHP_SIZES_KB.contains(&size_kb) {
         return None;
@@ -386,6 +488,12 @@ pub fn knob_paths() -> Vec<String> {
     let at = 2;
     for (i, order) in ANON_ORDERS.enumerate() {
         paths.insert(at + i, mthp_enabled_path(order));
+    }
+    // then shmem's: the top-level knob and the per-size ones
+    let at = at + ANON_ORDERS.count();
+    paths.insert(at, SHMEM_ENABLED.to_string());
+    for (i, order) in ANON_ORDERS.enumerate() {
+        paths.insert(at + 1 + i, mthp_shmem_enabled_path(order));
     }
     paths
 }
@@ -415,6 +523,12 @@ pub fn knob_table() -> Vec<(String, String)> {
 fn accepted_values(path: &str) -> Option<&'static str> {
     if mthp_order_of_path(path).is_some() {
         return Some(MTHP_VALUES);
+    }
+    if mthp_shmem_order_of_path(path).is_some() {
+        return Some(MTHP_SHMEM_VALUES);
+    }
+    if path == SHMEM_ENABLED {
+        return Some(SHMEM_ENABLED_VALUES);
     }
     if memory_max_cgroup(path).is_some() {
         return Some(MEMORY_MAX_VALUES);
@@ -490,6 +604,16 @@ impl Knobs {
         if let Some(order) = mthp_order_of_path(path) {
             self.mthp_enabled[order] = parse_thp_enabled(value, true)
                 .ok_or_else(|| format!("expected one of {MTHP_VALUES}, found {value:?}"))?;
+            return Ok(());
+        }
+        if let Some(order) = mthp_shmem_order_of_path(path) {
+            self.mthp_shmem_enabled[order] = MthpShmem::parse(value)
+                .ok_or_else(|| format!("expected one of {MTHP_SHMEM_VALUES}, found {value:?}"))?;
+            return Ok(());
+        }
+        if path == SHMEM_ENABLED {
+            self.shmem_enabled = ShmemHuge::parse(value, true)
+                .ok_or_else(|| format!("expected one of {SHMEM_ENABLED_VALUES}, found {value:?}"))?;
             return Ok(());
         }
         if let Some(cgroup) = memory_max_cgroup(path) {
@@ -662,7 +786,11 @@ impl Knobs {
         if let Some(order) = mthp_order_of_path(path) {
             return Some(thp_enabled_name(self.mthp_enabled[order]).to_string());
         }
+        if let Some(order) = mthp_shmem_order_of_path(path) {
+            return Some(self.mthp_shmem_enabled[order].name().to_string());
+        }
         let value = match path {
+            SHMEM_ENABLED => self.shmem_enabled.name().to_string(),
             "/sys/kernel/mm/transparent_hugepage/enabled" => {
                 thp_enabled_name(self.thp_enabled).to_string()
             }

@@ -8,7 +8,7 @@ use toml::Value;
 
 use super::generators::DEFAULT_READ_AHEAD_KB;
 use super::hardware::{load_hardware, HardwareError};
-use super::knobs;
+use super::knobs::{self, ShmemHuge};
 use super::mempolicy::MAX_NUMNODES;
 use super::parse::DEFAULT_HARDWARE;
 use super::types::PAGE_SIZE;
@@ -269,17 +269,43 @@ pub(super) fn parse_files(top: &Node) -> Res<Vec<FileSpec>> {
             top.cx,
             t,
             path,
-            &["name", "size", "read_ahead_kb", "large_folios"],
+            &["name", "size", "read_ahead_kb", "large_folios", "fs", "huge"],
         )?;
         let name = f.name("name")?;
         unique(top.cx, &mut seen, &name, &f.key("name"), "file")?;
         let size_bytes = f.file_size()?;
+        let tmpfs = f.choice_opt("fs", &[("disk", false), ("tmpfs", true)])?.unwrap_or(false);
+        let tmpfs = if tmpfs {
+            for k in ["read_ahead_kb", "large_folios"] {
+                if f.table.contains_key(k) {
+                    return Err(f.err(k, "expected this key only for a file on the disk (tmpfs has no device)"));
+                }
+            }
+            Some(
+                f.choice_opt(
+                    "huge",
+                    &[
+                        ("never", ShmemHuge::Never),
+                        ("always", ShmemHuge::Always),
+                        ("within_size", ShmemHuge::WithinSize),
+                        ("advise", ShmemHuge::Advise),
+                    ],
+                )?
+                .unwrap_or(ShmemHuge::Never),
+            )
+        } else {
+            if f.table.contains_key("huge") {
+                return Err(f.err("huge", "expected this key only with fs = \"tmpfs\""));
+            }
+            None
+        };
         let (read_ahead_kb, large_folios) = f.file_device()?;
         files.push(FileSpec {
             name,
             size_bytes,
             read_ahead_kb,
             large_folios,
+            tmpfs,
         });
     }
     Ok(files)

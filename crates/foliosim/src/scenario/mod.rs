@@ -177,6 +177,12 @@ pub enum Op {
         write: bool,
         exec: bool,
     },
+    /// mmap(MAP_SHARED | MAP_ANONYMOUS): shared anonymous memory, backed by an shmem object of
+    /// the mapping's size that forked children share.
+    MmapShared {
+        region: String,
+        size_bytes: u64,
+    },
     Munmap {
         region: String,
     },
@@ -302,6 +308,10 @@ pub struct FileSpec {
     pub read_ahead_kb: u64,
     /// The filesystem supports large page-cache folios.
     pub large_folios: bool,
+    /// A file on a tmpfs mount (`fs = "tmpfs"`) with this `huge=` option; None: on the disk.
+    /// It starts as a hole of `size` bytes (ftruncate), its pages allocated as they are written
+    /// or faulted.
+    pub tmpfs: Option<knobs::ShmemHuge>,
 }
 
 #[derive(Clone, Debug)]

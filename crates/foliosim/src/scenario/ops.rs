@@ -346,7 +346,7 @@ fn parse_ops(
                     }
                     op
                 } else {
-                    for k in ["offset", "shared", "prot"] {
+                    for k in ["offset", "prot"] {
                         if node.table.contains_key(k) {
                             return Err(node.err(
                                 k,
@@ -357,7 +357,11 @@ fn parse_ops(
                     let size_bytes = node.positive_size("size")?;
                     used.map(&node, size_bytes)?;
                     regions.insert(region.clone(), size_bytes);
-                    Op::Mmap { region, size_bytes }
+                    if node.bool_opt("shared")?.unwrap_or(false) {
+                        Op::MmapShared { region, size_bytes }
+                    } else {
+                        Op::Mmap { region, size_bytes }
+                    }
                 }
             }
             "munmap" => {

@@ -2,7 +2,9 @@
 //! iterations) into a `RunResult`, and the time series.
 
 use super::result::RunResult;
-use crate::mm::vmstat::{Vm, MEMCG_NAMES, MTHP_NAMES, VM_NAMES, ZSWAP_MEMCG, ZSWAP_MTHP, ZSWAP_VM};
+use crate::mm::vmstat::{
+    Vm, MEMCG_NAMES, MTHP_NAMES, SHMEM_MTHP, SHMEM_VM, VM_NAMES, ZSWAP_MEMCG, ZSWAP_MTHP, ZSWAP_VM,
+};
 use crate::mm::Kernel;
 use crate::scenario::knobs::{order_size_name, ANON_ORDERS};
 use crate::scenario::Counters;
@@ -114,12 +116,20 @@ impl Series {
 pub fn build(k: &Kernel, w: &Workload, series: Series) -> RunResult {
     // zswap's counters only where zswap was in play, so that other results keep their shape.
     let zswap_on = k.zswap.ever_enabled;
+    // shmem's likewise, where the run has a tmpfs file or shared anonymous memory
+    let shmem_on = k.has_shmem();
     let mut vmstat: Counters = VM_NAMES
         .iter()
         .zip(k.stat.vm.iter())
         .filter(|(n, _)| zswap_on || !ZSWAP_VM.iter().any(|z| z.name() == **n))
+        .filter(|(n, _)| shmem_on || !SHMEM_VM.iter().any(|z| z.name() == **n))
         .map(|(n, v)| (n.to_string(), *v))
         .collect();
+    let (nr_shmem, nr_shmem_hugepages, shmem_per_memcg) = k.shmem_stats();
+    if shmem_on {
+        vmstat.insert("nr_shmem".into(), nr_shmem);
+        vmstat.insert("nr_shmem_hugepages".into(), nr_shmem_hugepages);
+    }
     // a gauge read from the caches, as the kernel keeps it on its shadow-node list
     vmstat.insert("workingset_nodes".into(), k.workingset_nodes());
     let mut mthp = BTreeMap::new();
@@ -128,6 +138,7 @@ pub fn build(k: &Kernel, w: &Workload, series: Series) -> RunResult {
             .iter()
             .zip(k.stat.mthp[order].iter())
             .filter(|(n, _)| zswap_on || !ZSWAP_MTHP.iter().any(|z| z.name() == **n))
+            .filter(|(n, _)| shmem_on || !SHMEM_MTHP.iter().any(|z| z.name() == **n))
             .map(|(n, v)| (n.to_string(), *v))
             .collect();
         mthp.insert(order_size_name(order), c);
@@ -142,6 +153,10 @@ pub fn build(k: &Kernel, w: &Workload, series: Series) -> RunResult {
             .collect();
         c.insert("usage_pages".into(), cg.usage_pages);
         c.insert("peak_footprint_pages".into(), cg.peak_footprint_pages);
+        if shmem_on {
+            // memory.stat shmem, in bytes
+            c.insert("shmem".into(), shmem_per_memcg[id] * crate::mm::PAGE_SIZE);
+        }
         if zswap_on {
             // memory.stat zswap (compressed bytes) and zswapped (bytes of the pages stored)
             let z = &k.zswap.memcg[id];

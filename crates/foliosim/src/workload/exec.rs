@@ -28,6 +28,7 @@ impl Workload {
             for op in t.program.iter() {
                 match op {
                     Op::Mmap { region, size_bytes }
+                    | Op::MmapShared { region, size_bytes }
                     | Op::MmapFile {
                         region, size_bytes, ..
                     } => regions.push((region, size_bytes / crate::mm::PAGE_SIZE)),
@@ -188,6 +189,11 @@ impl Workload {
             Op::Mmap { region, size_bytes } => {
                 let nr_pages = mapping_pages(*size_bytes);
                 let start = k.mmap_anon(mm, nr_pages);
+                self.tasks[t as usize].set_region(region, start, nr_pages);
+            }
+            Op::MmapShared { region, size_bytes } => {
+                let nr_pages = mapping_pages(*size_bytes);
+                let start = k.mmap_shared_anon(mm, nr_pages);
                 self.tasks[t as usize].set_region(region, start, nr_pages);
             }
             Op::MmapFile {

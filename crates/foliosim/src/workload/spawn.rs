@@ -17,12 +17,15 @@ pub fn spawn(k: &mut Kernel) -> Result<Workload, InputError> {
     w.add_kernel_threads(k);
     for i in 0..k.spec.scenario.files.len() {
         let f = &k.spec.scenario.files[i];
-        let file = crate::mm::filemap::File::new(
-            f.name.clone(),
-            f.size_bytes,
-            f.read_ahead_kb,
-            f.large_folios,
-        );
+        let file = match f.tmpfs {
+            Some(huge) => crate::mm::filemap::File::shmem(f.name.clone(), f.size_bytes, huge, false),
+            None => crate::mm::filemap::File::new(
+                f.name.clone(),
+                f.size_bytes,
+                f.read_ahead_kb,
+                f.large_folios,
+            ),
+        };
         k.create_file(file);
     }
     let specs = k.spec.scenario.tasks.clone();
