@@ -1,7 +1,7 @@
 //! The invariant checker (`--check`, always on in tests). It reads the kernel's state and never
 //! changes it:
 //! - pages are conserved per node: free pages plus pages in folios equal the node's pages;
-//! - every swap slot's count equals its swap PTEs, and its cache bit matches the swap cache (or
+//! - every swap slot's count equals its swap PTEs and shmem swap entries, and its cache bit matches the swap cache (or
 //!   the per-CPU slot cache);
 //! - every folio is on at most one LRU list, and a folio flagged PG_lru is on one;
 //! - no present PTE points into a free page, and mapcounts equal the PTEs that map each folio;
@@ -132,6 +132,12 @@ pub fn check(k: &Kernel) -> Vec<String> {
                     swap_refs[d][o] = swap_refs[d][o].saturating_add(1);
                 }
             }
+        }
+    }
+    // shmem mappings hold a reference on each swap entry they keep
+    for f in &k.files {
+        for (d, o) in f.shmem.iter().flat_map(|s| s.swap_entries()) {
+            swap_refs[d as usize][o as usize] = swap_refs[d as usize][o as usize].saturating_add(1);
         }
     }
     for (pfn, p) in k.mem.pages.iter().enumerate() {

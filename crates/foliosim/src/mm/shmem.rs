@@ -50,6 +50,18 @@ pub struct ShmemInode {
     pub swap_order: Vec<u8>,
     /// Pages swapped out (`info->swapped`).
     pub swapped: u64,
+    /// A folio was ever allocated for it, or it was mapped: shmem is in play in the run.
+    pub used: bool,
+}
+
+impl ShmemInode {
+    /// The swap entries (device, offset) the mapping holds.
+    pub fn swap_entries(&self) -> impl Iterator<Item = (u32, u32)> + '_ {
+        self.swap
+            .iter()
+            .filter(|&&e| e != NO_SWAP)
+            .map(|&e| super::swap_state::unpack_swap_entry(e))
+    }
 }
 
 /// What shmem_get_folio is asked for (`enum sgp_type`).
@@ -82,6 +94,7 @@ impl super::filemap::File {
             swap: Vec::new(),
             swap_order: Vec::new(),
             swapped: 0,
+            used: false,
         });
         f
     }
@@ -171,8 +184,12 @@ impl Kernel {
         match huge {
             ShmemHuge::Always => size_orders(write_end_bytes),
             ShmemHuge::WithinSize => {
-                let within =
-                    self.shmem_orders_within_size(file, size_orders(write_end_bytes), index, write_end_bytes);
+                let within = self.shmem_orders_within_size(
+                    file,
+                    size_orders(write_end_bytes),
+                    index,
+                    write_end_bytes,
+                );
                 if within != 0 {
                     within
                 } else if advised {
@@ -188,7 +205,13 @@ impl Kernel {
 
     /// shmem_get_orders_within_size: the orders of `orders` from the highest down, from the
     /// first whose aligned range ends inside the file (its size, or the write's end).
-    fn shmem_orders_within_size(&self, file: FileId, orders: u32, index: u32, write_end_bytes: u64) -> u32 {
+    fn shmem_orders_within_size(
+        &self,
+        file: FileId,
+        orders: u32,
+        index: u32,
+        write_end_bytes: u64,
+    ) -> u32 {
         let size_pages = self.files[file as usize]
             .size_bytes
             .max(write_end_bytes)
@@ -327,7 +350,13 @@ impl Kernel {
     /// shmem_suitable_orders: of `orders`, from the highest down, those from the first whose
     /// aligned range holds neither a folio nor a swap entry; for a fault only orders whose
     /// aligned range lies inside the VMA at an address aligned alike (thp_vma_suitable_order).
-    fn shmem_suitable_orders(&self, file: FileId, index: u32, fault: Option<FaultAt>, mut orders: u32) -> u32 {
+    fn shmem_suitable_orders(
+        &self,
+        file: FileId,
+        index: u32,
+        fault: Option<FaultAt>,
+        mut orders: u32,
+    ) -> u32 {
         if let Some(f) = fault {
             let v = &self.mms[f.mm as usize].vmas[f.vi];
             let pgoff = v.file.map_or(0, |vf| vf.pgoff);
@@ -335,7 +364,9 @@ impl Kernel {
                 .filter(|&o| {
                     let nr = 1u32 << o;
                     let base = f.vpn & !(nr - 1);
-                    (v.start.wrapping_sub(pgoff)) % nr == 0 && base >= v.start && base + nr <= v.end()
+                    (v.start.wrapping_sub(pgoff)) % nr == 0
+                        && base >= v.start
+                        && base + nr <= v.end()
                 })
                 .fold(0, |m, o| m | 1 << o);
         }
@@ -359,8 +390,17 @@ impl Kernel {
 
     /// The charge, then shmem_add_to_page_cache and folio_add_lru. False when the charge failed
     /// (the pages go back to the allocator).
-    fn shmem_charge_and_add(&mut self, pfn: FolioId, order: u32, file: FileId, index: u32, memcg: u16, gfp: Gfp) -> bool {
-        self.mem.prep_folio(pfn, order, file | MAPPING_SHMEM, memcg, index);
+    fn shmem_charge_and_add(
+        &mut self,
+        pfn: FolioId,
+        order: u32,
+        file: FileId,
+        index: u32,
+        memcg: u16,
+        gfp: Gfp,
+    ) -> bool {
+        self.mem
+            .prep_folio(pfn, order, file | MAPPING_SHMEM, memcg, index);
         let nr = 1u32 << order;
         for i in 0..nr {
             self.mem.pages[(pfn + i) as usize].content = content::ZERO;
@@ -373,6 +413,9 @@ impl Kernel {
         }
         // clear_highpage of each page of the new folio
         self.spend(TimeKind::Zeroing, nr as u64 * self.hw.zero_page_ns);
+        if let Some(sh) = self.files[file as usize].shmem.as_mut() {
+            sh.used = true;
+        }
         self.shmem_add_to_page_cache(pfn);
         self.folio_add_lru(pfn);
         true
@@ -394,9 +437,18 @@ impl Kernel {
     /// swapped entry's order where shmem_swap_alloc_folio allows it, else of one page (the
     /// rest of a large entry stays swapped, split into single entries). The folio joins the
     /// page cache, dirty, and its swap space is freed.
-    fn shmem_swapin_folio(&mut self, file: FileId, index: u32, sgp: Sgp, fault: Option<FaultAt>) -> Result<FolioId, Killed> {
+    fn shmem_swapin_folio(
+        &mut self,
+        file: FileId,
+        index: u32,
+        sgp: Sgp,
+        fault: Option<FaultAt>,
+    ) -> Result<FolioId, Killed> {
         let (dev, off) = self.shmem_swap_entry(file, index).expect("a swapped page");
-        let sh = self.files[file as usize].shmem.as_ref().expect("an shmem file");
+        let sh = self.files[file as usize]
+            .shmem
+            .as_ref()
+            .expect("an shmem file");
         let entry_order = sh.swap_order[index as usize] as u32;
         let memcg = match fault {
             Some(f) => self.mms[f.mm as usize].memcg,
@@ -427,25 +479,19 @@ impl Kernel {
                     } else {
                         self.thp_gfp(fault.map_or(0, |f| self.mms[f.mm as usize].vmas[f.vi].flags))
                     };
-                    let mut charge_failed = false;
                     if let Some(pfn) = self.alloc_pages_task_policy(gfp, order) {
-                        self.mem.prep_folio(pfn, order, file | MAPPING_SHMEM, memcg, aligned);
+                        self.mem
+                            .prep_folio(pfn, order, file | MAPPING_SHMEM, memcg, aligned);
                         if self.mem_cgroup_charge(pfn, memcg, gfp).is_ok() {
                             break pfn;
                         }
-                        charge_failed = true;
                         self.mem.clear_folio(pfn);
                         self.free_pages(pfn, order);
                     }
                     if order == 0 {
                         return Err(Killed);
                     }
-                    if self.generation().counts_mthp_swpin_fallback() {
-                        self.stat.count_mthp(order, Mthp::SwpinFallback);
-                        if charge_failed {
-                            self.stat.count_mthp(order, Mthp::SwpinFallbackCharge);
-                        }
-                    }
+                    // shmem counts no swpin_fallback (anonymous swap-in does)
                     order = 0;
                 };
                 let nr = self.mem.nr_pages(folio);
@@ -515,7 +561,8 @@ impl Kernel {
             return ShmemWrite::Redirty;
         }
         let large = self.mem.order(folio) > 0;
-        if large && (!self.generation().shmem_swaps_out_large_folios() || !self.spec.knobs.thp_swap) {
+        if large && (!self.generation().shmem_swaps_out_large_folios() || !self.spec.knobs.thp_swap)
+        {
             if !self.split_folio_to_list(folio, list) {
                 return ShmemWrite::Redirty;
             }
@@ -629,7 +676,13 @@ impl Kernel {
     /// finish_fault's page count for an shmem folio: the whole folio when it lies inside the
     /// VMA and one page table and nothing maps its range yet (v6.11 for shared anonymous
     /// memory, v6.14 for tmpfs), else the one page. Returns (first vpn, first page, pages).
-    pub fn shmem_finish_fault_range(&self, mm: u32, vi: usize, vpn: u32, folio: FolioId) -> (u32, u32, u32) {
+    pub fn shmem_finish_fault_range(
+        &self,
+        mm: u32,
+        vi: usize,
+        vpn: u32,
+        folio: FolioId,
+    ) -> (u32, u32, u32) {
         let v = &self.mms[mm as usize].vmas[vi];
         let index = v.linear_page_index(vpn);
         let page = folio + (index - self.mem.index(folio));
@@ -650,11 +703,18 @@ impl Kernel {
         let first = vpn as i64 - idx as i64;
         let (start, end) = (v.start as i64, v.end() as i64);
         let pte_off = (vpn % HPAGE_PMD_NR) as i64;
-        if first < start || first + nr as i64 > end || pte_off < idx as i64 || pte_off - idx as i64 + nr as i64 > HPAGE_PMD_NR as i64 {
+        if first < start
+            || first + nr as i64 > end
+            || pte_off < idx as i64
+            || pte_off - idx as i64 + nr as i64 > HPAGE_PMD_NR as i64
+        {
             return (vpn, page, 1);
         }
         let from = (first - start) as usize;
-        if v.ptes[from..from + nr as usize].iter().any(|&p| p != super::pagetable::PTE_NONE) {
+        if v.ptes[from..from + nr as usize]
+            .iter()
+            .any(|&p| p != super::pagetable::PTE_NONE)
+        {
             return (vpn, page, 1);
         }
         (first as u32, folio, nr)
@@ -665,13 +725,19 @@ impl Kernel {
     pub fn shmem_maps_writable(&self, mm: u32, vi: usize) -> bool {
         let v = &self.mms[mm as usize].vmas[vi];
         v.flags & (VM_SHARED | VM_WRITE) == VM_SHARED | VM_WRITE
-            && v.file.is_some_and(|vf| self.files[vf.file as usize].shmem.is_some())
+            && v.file
+                .is_some_and(|vf| self.files[vf.file as usize].shmem.is_some())
     }
 
     /// shmem_file_read_iter for a FileRead of task `t` until the quantum ends: each folio's
     /// part of the call copied (marked accessed when read from its start), a hole read from the
     /// zero page, a swapped page swapped in (not counted as a fault).
-    pub fn shmem_file_read_op(&mut self, t: u32, req: &ReadRequest, quantum_end_ns: u64) -> Result<bool, Killed> {
+    pub fn shmem_file_read_op(
+        &mut self,
+        t: u32,
+        req: &ReadRequest,
+        quantum_end_ns: u64,
+    ) -> Result<bool, Killed> {
         let file = req.file;
         let mut st = self.tasks[t as usize].file_read;
         if !st.started {
@@ -728,7 +794,12 @@ impl Kernel {
     /// generic_perform_write with shmem_write_begin / shmem_write_end for a FileWrite of task
     /// `t`: per chunk (a PMD's worth; shmem does no dirty throttling) the folio at the
     /// position, allocated with the chunk's end as the size hint, the copy, then dirty.
-    pub fn shmem_file_write_op(&mut self, t: u32, req: &WriteRequest, quantum_end_ns: u64) -> Result<bool, Killed> {
+    pub fn shmem_file_write_op(
+        &mut self,
+        t: u32,
+        req: &WriteRequest,
+        quantum_end_ns: u64,
+    ) -> Result<bool, Killed> {
         let file = req.file;
         let mut st = self.tasks[t as usize].file_write;
         if !st.started {
@@ -784,16 +855,22 @@ impl Kernel {
     pub fn mmap_shared_anon(&mut self, mm: u32, nr_pages: u32) -> u32 {
         let name = format!("dev/zero (shared, mm {mm})");
         let huge = self.spec.knobs.shmem_enabled;
-        let file = self.create_file(super::filemap::File::shmem(name, nr_pages as u64 * PAGE_SIZE, huge, true));
+        let mut f = super::filemap::File::shmem(name, nr_pages as u64 * PAGE_SIZE, huge, true);
+        if let Some(sh) = f.shmem.as_mut() {
+            sh.used = true;
+        }
+        let file = self.create_file(f);
         self.mmap_file(mm, file, 0, nr_pages, VM_SHARED | VM_WRITE)
     }
 }
 
 /// Counters read from the page caches at report time (the kernel keeps them as node stats).
 impl Kernel {
-    /// Whether the run has shmem at all (its counters are reported only then).
+    /// Whether shmem was in play in the run (its counters are reported only then).
     pub fn has_shmem(&self) -> bool {
-        self.files.iter().any(|f| f.shmem.is_some())
+        self.files
+            .iter()
+            .any(|f| f.shmem.as_ref().is_some_and(|s| s.used))
     }
 
     /// (nr_shmem pages, nr_shmem_hugepages in PMD folios, per memcg shmem pages).
@@ -812,5 +889,263 @@ impl Kernel {
             }
         }
         (pages, huge, per_memcg)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::mm::folio::content;
+    use crate::mm::pagetable as pt;
+    use crate::mm::vmscan::ScanControl;
+
+    /// One node, a 1 GiB zram device, one task; the scenario's knobs set in `knobs`.
+    fn boot(profile: &str, knobs: &str) -> (Kernel, u32) {
+        let toml = format!(
+            r#"
+name = "t"
+[[machine.node]]
+memory = "1G"
+cpus = 1
+[[swap]]
+name = "z"
+kind = "zram"
+size = "1G"
+[knobs]
+{knobs}
+[[task]]
+name = "t"
+ops = [{{ op = "sleep", time = "1ms" }}]
+"#
+        );
+        let (k, t) = crate::mm::boot_for_test(&toml, profile);
+        let mm = k.tasks[t as usize].mm.expect("user mm");
+        (k, mm)
+    }
+
+    fn folio_at(k: &Kernel, mm: u32, vpn: u32) -> FolioId {
+        let vi = k.mms[mm as usize].find_vma(vpn).unwrap();
+        let v = &k.mms[mm as usize].vmas[vi];
+        k.mem.head_of(pt::pfn(v.ptes[(vpn - v.start) as usize]))
+    }
+
+    fn file_of(k: &Kernel, mm: u32, vpn: u32) -> FileId {
+        let vi = k.mms[mm as usize].find_vma(vpn).unwrap();
+        k.mms[mm as usize].vmas[vi].file.unwrap().file
+    }
+
+    /// Reclaim of exactly this folio, as shrink_inactive_list would.
+    fn evict(k: &mut Kernel, folio: FolioId) -> u64 {
+        k.lruvec_del_folio(folio);
+        let mut sc = ScanControl::new(u64::MAX, false);
+        sc.ignore_references = true;
+        k.shrink_folio_list(&mut vec![folio], &mut sc)
+    }
+
+    fn assert_consistent(k: &Kernel) {
+        let errors = crate::check::check(k);
+        assert!(errors.is_empty(), "{errors:?}");
+    }
+
+    #[test]
+    fn shared_anonymous_memory_is_swap_backed_on_the_anon_lru_and_a_fork_child_maps_the_same_folio()
+    {
+        let (mut k, mm) = boot("v6.18", "");
+        let start = k.mmap_shared_anon(mm, 16);
+        k.touch(mm, start + 3, true, content::DATA_DEFAULT).unwrap();
+        let folio = folio_at(&k, mm, start + 3);
+        assert!(k.mem.test(folio, pg::SWAPBACKED) && k.mem.is_shmem(folio));
+        assert!(!k.folio_is_file_lru(folio), "on the anon LRU");
+        assert!(!k.folio_test_anon(folio), "in a page cache, not anonymous");
+        assert!(k.mem.test(folio, pg::LRU));
+        let child_task = k.fork_task(k.current, "c".into());
+        let child = k.tasks[child_task as usize].mm.unwrap();
+        // the child's shared mapping starts empty and faults the same folio in, writable
+        k.touch(child, start + 3, true, content::DATA_DEFAULT)
+            .unwrap();
+        assert_eq!(folio_at(&k, child, start + 3), folio, "shared, not copied");
+        assert_eq!(k.mem.mapcount(folio), 2);
+        assert_consistent(&k);
+    }
+
+    #[test]
+    fn reclaim_swaps_a_dirty_shmem_folio_out_and_a_fault_brings_it_back_dirty() {
+        let (mut k, mm) = boot("v6.18", "");
+        let start = k.mmap_shared_anon(mm, 4);
+        k.touch(mm, start, true, content::DATA_DEFAULT).unwrap();
+        let file = file_of(&k, mm, start);
+        let folio = folio_at(&k, mm, start);
+        assert_eq!(evict(&mut k, folio), 1);
+        assert_eq!(k.stat.get(Vm::Pswpout), 1);
+        assert_eq!(
+            k.files[file as usize].cache[0], NIL,
+            "out of the page cache"
+        );
+        assert_eq!(
+            k.files[file as usize]
+                .shmem
+                .as_ref()
+                .unwrap()
+                .swap_entries()
+                .count(),
+            1
+        );
+        assert_eq!(k.files[file as usize].shmem.as_ref().unwrap().swapped, 1);
+        assert_consistent(&k);
+        let majfaults = k.stat.get(Vm::Pgmajfault);
+        k.touch(mm, start, false, 0).unwrap();
+        assert_eq!(k.stat.get(Vm::Pgmajfault), majfaults + 1);
+        assert_eq!(k.stat.get(Vm::Pswpin), 1);
+        let back = folio_at(&k, mm, start);
+        assert_eq!(k.files[file as usize].cache[0], back);
+        assert!(
+            k.mem.test(back, pg::DIRTY),
+            "dirty again: its swap copy is gone"
+        );
+        assert_eq!(k.mem.pages[back as usize].content, content::DATA_DEFAULT);
+        assert_eq!(
+            k.files[file as usize]
+                .shmem
+                .as_ref()
+                .unwrap()
+                .swap_entries()
+                .count(),
+            0
+        );
+        assert_consistent(&k);
+    }
+
+    #[test]
+    fn a_clean_shmem_folio_is_dropped_not_swapped() {
+        let (mut k, mm) = boot("v6.18", "");
+        let start = k.mmap_shared_anon(mm, 4);
+        // a read fault of a hole allocates a zeroed folio that nothing wrote
+        k.touch(mm, start + 1, false, 0).unwrap();
+        let file = file_of(&k, mm, start);
+        let folio = folio_at(&k, mm, start + 1);
+        assert!(!k.mem.test(folio, pg::DIRTY));
+        assert_eq!(evict(&mut k, folio), 1);
+        assert_eq!(k.stat.get(Vm::Pswpout), 0);
+        assert_eq!(k.files[file as usize].cache[1], NIL);
+        assert_eq!(k.files[file as usize].shmem.as_ref().unwrap().swapped, 0);
+        assert_consistent(&k);
+    }
+
+    #[test]
+    fn huge_orders_follow_the_mount_and_the_knobs_per_generation() {
+        let anon = |profile: &str, knobs: &str, flags: u8| {
+            let (mut k, mm) = boot(profile, knobs);
+            let start = k.mmap_shared_anon(mm, 1024);
+            let file = file_of(&k, mm, start);
+            k.shmem_allowable_huge_orders(file, Some(flags), 0, 0)
+        };
+        let pmd = 1 << PMD_ORDER;
+        let w = VM_SHARED | VM_WRITE;
+        assert_eq!(anon("v6.18", "", w), 0, "shmem_enabled defaults to never");
+        let always = r#""/sys/kernel/mm/transparent_hugepage/shmem_enabled" = "always""#;
+        assert_eq!(anon("v6.18", always, w), pmd, "PMD inherits the top level");
+        let advise = r#""/sys/kernel/mm/transparent_hugepage/shmem_enabled" = "advise""#;
+        assert_eq!(anon("v6.18", advise, w), 0);
+        assert_eq!(anon("v6.18", advise, w | VM_HUGEPAGE), pmd);
+        let k64 =
+            r#""/sys/kernel/mm/transparent_hugepage/hugepages-64kB/shmem_enabled" = "always""#;
+        assert_eq!(anon("v6.18", k64, w), 1 << 4);
+        assert_eq!(
+            anon("v6.9", k64, w),
+            0,
+            "no per-size shmem knobs before v6.11"
+        );
+        let deny =
+            format!("{k64}\n\"/sys/kernel/mm/transparent_hugepage/shmem_enabled\" = \"deny\"");
+        assert_eq!(anon("v6.18", &deny, w), 0, "deny turns every size off");
+        assert_eq!(anon("v6.18", always, w | crate::mm::vma::VM_NOHUGEPAGE), 0);
+
+        // tmpfs huge=always: a write asks for folios up to its length from v6.14, PMD before
+        let tmpfs = |profile: &str, index: u32, end: u64| {
+            let (mut k, _) = boot(profile, "");
+            let file = k.create_file(crate::mm::filemap::File::shmem(
+                "t".into(),
+                8 << 20,
+                ShmemHuge::Always,
+                false,
+            ));
+            k.shmem_allowable_huge_orders(file, None, index, end)
+        };
+        assert_eq!(tmpfs("v6.18", 0, 64 << 10) & !1, 0b11110, "up to 64K");
+        assert_eq!(
+            tmpfs("v6.18", 2, (2 << 12) + (64 << 10)) & !1,
+            0b10,
+            "lowered to index 2's alignment"
+        );
+        assert_eq!(tmpfs("v6.12", 0, 64 << 10), pmd);
+    }
+
+    #[test]
+    fn a_large_shmem_folio_is_split_for_swap_before_v6_12_and_swapped_whole_after() {
+        for (profile, split) in [("v6.9", true), ("v6.18", false)] {
+            let always = r#""/sys/kernel/mm/transparent_hugepage/shmem_enabled" = "always""#;
+            let (mut k, mm) = boot(profile, always);
+            let start = k.mmap_shared_anon(mm, 512);
+            let file = file_of(&k, mm, start);
+            k.touch(mm, start, true, content::DATA_DEFAULT).unwrap();
+            let folio = folio_at(&k, mm, start);
+            assert_eq!(k.mem.order(folio) as usize, PMD_ORDER, "{profile}");
+            assert_eq!(k.stat.get(Vm::ThpFileAlloc), 1);
+            // write every page so that each subpage is worth swapping
+            for i in 0..512 {
+                k.touch(mm, start + i, true, content::DATA_DEFAULT).unwrap();
+            }
+            // the split's other pages join the list and are swapped out in the same pass
+            let freed = evict(&mut k, folio);
+            assert_eq!(freed, 512, "{profile}");
+            let sh = k.files[file as usize].shmem.as_ref().unwrap();
+            assert_eq!(k.stat.get(Vm::ThpSplitPage), split as u64, "{profile}");
+            if split {
+                assert!(sh.swap_order.iter().all(|&o| o == 0));
+                assert_eq!(k.stat.get(Vm::Pswpout), 512);
+            } else {
+                assert_eq!(k.stat.mthp[PMD_ORDER][Mthp::Swpout as usize], 1);
+                assert_eq!(sh.swap_order[0] as usize, PMD_ORDER);
+                // and from a synchronous device (zswap never on) it comes back whole
+                k.touch(mm, start + 7, false, 0).unwrap();
+                assert_eq!(k.mem.order(folio_at(&k, mm, start + 7)) as usize, PMD_ORDER);
+                assert_eq!(k.stat.mthp[PMD_ORDER][Mthp::Swpin as usize], 1);
+            }
+            assert_consistent(&k);
+        }
+    }
+
+    #[test]
+    fn the_last_unmap_frees_shared_anonymous_memory_and_a_tmpfs_file_keeps_its_pages() {
+        let (mut k, mm) = boot("v6.18", "");
+        let free = k.nr_free_pages();
+        let start = k.mmap_shared_anon(mm, 64);
+        for i in 0..64 {
+            k.touch(mm, start + i, true, content::DATA_DEFAULT).unwrap();
+        }
+        let file = file_of(&k, mm, start);
+        let first = folio_at(&k, mm, start);
+        evict(&mut k, first);
+        assert_eq!(k.files[file as usize].shmem.as_ref().unwrap().swapped, 1);
+        k.munmap(mm, start);
+        assert_eq!(k.files[file as usize].nrpages, 0);
+        assert_eq!(k.files[file as usize].shmem.as_ref().unwrap().swapped, 0);
+        assert!(k.nr_free_pages() >= free - 1, "the pages went back");
+        assert_consistent(&k);
+
+        let tmpfs = k.create_file(crate::mm::filemap::File::shmem(
+            "t".into(),
+            64 << 12,
+            ShmemHuge::Never,
+            false,
+        ));
+        let m = k.mmap_file(mm, tmpfs, 0, 64, VM_SHARED | VM_WRITE);
+        k.touch(mm, m, true, content::DATA_DEFAULT).unwrap();
+        k.munmap(mm, m);
+        assert_eq!(
+            k.files[tmpfs as usize].nrpages, 1,
+            "a file outlives its mappings"
+        );
+        assert_consistent(&k);
     }
 }

@@ -55,6 +55,11 @@ pub trait GeneratorParams: Any + Debug + Send + Sync + DynParams {
     fn file_pages(&self) -> u64 {
         0
     }
+    /// Resolves parameters that name a scenario's `[[file]]`, once the task's and the
+    /// variant's values are known. Err: (parameter, what was expected).
+    fn resolve_files(&mut self, _files: &[super::FileSpec]) -> Result<(), (String, String)> {
+        Ok(())
+    }
 }
 
 /// Pages of a mapping of `bytes`.
@@ -184,6 +189,7 @@ pub(super) fn parse_generator_task(task: &Node, g: &str, machine: &MachineSpec) 
 pub(super) fn apply_generator_args(
     program: &mut Program,
     args: &toml::Table,
+    files: &[super::FileSpec],
 ) -> Result<(), (String, String)> {
     // a scenario whose variants give args has a generator task (checked at parse time);
     // its op-list tasks take none
@@ -202,5 +208,5 @@ pub(super) fn apply_generator_args(
             Err(m) => return Err((k.clone(), m)),
         }
     }
-    Ok(())
+    params.resolve_files(files)
 }

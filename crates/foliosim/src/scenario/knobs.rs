@@ -440,7 +440,10 @@ pub fn mthp_enabled_path(order: usize) -> String {
 
 /// The path of the per-size `shmem_enabled` knob of an order.
 pub fn mthp_shmem_enabled_path(order: usize) -> String {
-    format!("{THP_DIR}/hugepages-{}/shmem_enabled", order_size_name(order))
+    format!(
+        "{THP_DIR}/hugepages-{}/shmem_enabled",
+        order_size_name(order)
+    )
 }
 
 const SHMEM_ENABLED: &str = "/sys/kernel/mm/transparent_hugepage/shmem_enabled";
@@ -612,8 +615,9 @@ impl Knobs {
             return Ok(());
         }
         if path == SHMEM_ENABLED {
-            self.shmem_enabled = ShmemHuge::parse(value, true)
-                .ok_or_else(|| format!("expected one of {SHMEM_ENABLED_VALUES}, found {value:?}"))?;
+            self.shmem_enabled = ShmemHuge::parse(value, true).ok_or_else(|| {
+                format!("expected one of {SHMEM_ENABLED_VALUES}, found {value:?}")
+            })?;
             return Ok(());
         }
         if let Some(cgroup) = memory_max_cgroup(path) {
@@ -939,6 +943,36 @@ mod tests {
             .set("/sys/vm/swappiness", "1")
             .unwrap_err()
             .ends_with("e.g. /proc/sys/vm/swappiness"));
+        // shmem's: the top level has deny and force, the sizes inherit and no deny
+        k.set(&format!("{THP_DIR}/shmem_enabled"), "force").unwrap();
+        assert_eq!(k.shmem_enabled, ShmemHuge::Force);
+        let e = k
+            .set(&format!("{THP_DIR}/shmem_enabled"), "inherit")
+            .unwrap_err();
+        assert!(
+            e.contains("always|within_size|advise|never|deny|force"),
+            "{e}"
+        );
+        k.set(
+            &format!("{THP_DIR}/hugepages-64kB/shmem_enabled"),
+            "within_size",
+        )
+        .unwrap();
+        assert_eq!(k.mthp_shmem_enabled[4], MthpShmem::WithinSize);
+        assert_eq!(
+            k.mthp_enabled[4],
+            ThpEnabled::Never,
+            "the anonymous knob is another file"
+        );
+        let e = k
+            .set(&format!("{THP_DIR}/hugepages-64kB/shmem_enabled"), "deny")
+            .unwrap_err();
+        assert!(e.contains("always|inherit|within_size|advise|never"), "{e}");
+        assert_eq!(
+            k.get(&format!("{THP_DIR}/hugepages-2048kB/shmem_enabled"))
+                .as_deref(),
+            Some("inherit")
+        );
     }
 
     #[test]

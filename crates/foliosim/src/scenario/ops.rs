@@ -179,7 +179,15 @@ pub(super) fn parse_tasks(
                     ),
                 ))
             }
-            (Some(g), None) => parse_generator_task(&task, g, machine)?,
+            (Some(g), None) => {
+                let mut program = parse_generator_task(&task, g, machine)?;
+                if let Program::Generator(params) = &mut program {
+                    params
+                        .resolve_files(files)
+                        .map_err(|(k, m)| task.err(&k, m))?;
+                }
+                program
+            }
             (None, Some(ops)) => {
                 let mut regions = BTreeMap::new();
                 let path = task.key("ops");
@@ -901,6 +909,33 @@ ops = [
             "file[0].size",
             "greater than 0",
         );
+        // tmpfs files: the mount's huge= option, and no device keys
+        let tmpfs = "[[file]]\nname = \"t\"\nsize = \"1M\"\nfs = \"tmpfs\"\n";
+        expect_err(
+            &format!("{tmpfs}huge = \"sometimes\""),
+            "file[0].huge",
+            "one of never, always, within_size, advise",
+        );
+        expect_err(
+            &format!("{tmpfs}read_ahead_kb = 128"),
+            "file[0].read_ahead_kb",
+            "only for a file on the disk",
+        );
+        expect_err(
+            &format!("{file}huge = \"always\""),
+            "file[0].huge",
+            "only with fs = \"tmpfs\"",
+        );
+        expect_err(
+            "[[file]]\nname = \"t\"\nsize = \"1M\"\nfs = \"ext4\"",
+            "file[0].fs",
+            "one of disk, tmpfs",
+        );
+        let s = parse(&format!("{MINIMAL}\n{tmpfs}huge = \"within_size\"")).unwrap();
+        assert_eq!(
+            s.files[0].tmpfs,
+            Some(crate::scenario::knobs::ShmemHuge::WithinSize)
+        );
         let s = parse(&format!(
             "{MINIMAL}\n{}",
             reader("{ op = \"read\", file = \"data\", offset = \"4M\", buffer = \"2M\" }")
@@ -1146,9 +1181,25 @@ ops = [
             "true or false",
         );
         expect_err(
-            &mmap("size = \"4K\", shared = true"),
-            "task[1].ops[0].shared",
+            &mmap("size = \"4K\", prot = \"r\""),
+            "task[1].ops[0].prot",
             "only in an mmap of a file",
+        );
+        // shared without a file: shared anonymous memory
+        let s = parse(&format!(
+            "{MINIMAL}\n{}",
+            mmap("size = \"4K\", shared = true")
+        ))
+        .unwrap();
+        let Program::Ops(ops) = &s.tasks[1].program else {
+            panic!("expected ops");
+        };
+        assert_eq!(
+            ops[0],
+            Op::MmapShared {
+                region: "a".into(),
+                size_bytes: 4096
+            }
         );
         // A mapping without write permission cannot be written, in a fork child either.
         let ro = "{ op = \"mmap\", region = \"a\", file = \"data\", prot = \"r\" }";

@@ -190,8 +190,9 @@ pub fn resolve(
             }
             scenario.swap.retain(|s| names.contains(&s.name));
         }
+        let files = scenario.files.clone();
         for task in scenario.tasks.iter_mut() {
-            apply_generator_args(&mut task.program, &v.args).map_err(|(k, m)| {
+            apply_generator_args(&mut task.program, &v.args, &files).map_err(|(k, m)| {
                 arg_err(&scenario.file, &format!("variant.{}.args.{k}", v.name), m)
             })?;
         }
