@@ -34,7 +34,9 @@
 //! read-around (exec_folio_order), shadow entries and workingset refault detection (so
 //! mmap_miss counts every page seen), the per-CPU lru_add batches, PG_idle, and MGLRU.
 //! File folios are told from anonymous ones by PG_swapbacked; their `mapping` holds the file id
-//! where an anonymous folio holds its anon_vma.
+//! where an anonymous folio holds its anon_vma. shmem files (mm/shmem.rs) share the page cache
+//! but their folios are swap-backed, marked MAPPING_SHMEM; read(), write() and faults on them go
+//! to mm/shmem.rs.
 
 use super::folio::{content, pg, FolioId, NIL};
 use super::memory::{Gfp, Killed};

@@ -211,7 +211,7 @@ impl Kernel {
         }
         self.mem.set(folio, pg::DIRTY);
         if !self.folio_is_file_lru(folio) {
-            // An anonymous folio: swap writes it, nothing counts it.
+            // An anonymous or shmem folio (noop_dirty_folio): swap writes it, nothing counts it.
             return;
         }
         let nr = self.mem.nr_pages(folio) as u64;
