@@ -25,6 +25,7 @@ pub mod session;
 mod setup;
 pub mod signal;
 pub mod sys;
+pub mod tmpfs;
 pub mod zram;
 
 use std::collections::BTreeMap;
@@ -197,7 +198,7 @@ fn run_in(
         .iter()
         .map(|c| (c.path.clone(), json!(c.value)))
         .collect();
-    let info = json!({
+    let mut info = json!({
         "kernel": host.release,
         "cpus": host.cpus,
         "memory_bytes": host.memory_bytes,
@@ -207,6 +208,9 @@ fn run_in(
         "knobs_written": knobs_written,
         "elapsed_ns": played.elapsed_ns,
     });
+    if !setup.tmpfs_info.is_empty() {
+        info["tmpfs"] = json!(setup.tmpfs_info);
+    }
     Ok(LiveRun {
         result: RunResult {
             profile: host.profile(),
