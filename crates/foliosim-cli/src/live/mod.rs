@@ -31,7 +31,7 @@ pub mod zram;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-use foliosim::scenario::{Counters, RunSpec, SwapKind};
+use foliosim::scenario::{Counters, Op, Program, RunSpec, SwapKind};
 use foliosim::RunResult;
 use serde_json::{json, Map, Value};
 
@@ -92,6 +92,25 @@ pub(super) fn read_knob(path: &str) -> Option<String> {
 
 pub(super) fn kind_name(kind: SwapKind) -> String {
     format!("{kind:?}").to_lowercase()
+}
+
+/// The shmem levels a run with shmem reports (stats/report.rs does likewise).
+const SHMEM_LEVELS: [&str; 2] = ["nr_shmem", "nr_shmem_hugepages"];
+
+/// Whether a scenario has shmem: a tmpfs file, or shared anonymous memory in a task's ops.
+fn has_shmem(scenario: &foliosim::Scenario) -> bool {
+    fn maps_shared(ops: &[Op]) -> bool {
+        ops.iter().any(|op| match op {
+            Op::MmapShared { .. } => true,
+            Op::Fork { child, .. } => maps_shared(child),
+            _ => false,
+        })
+    }
+    scenario.files.iter().any(|f| f.tmpfs.is_some())
+        || scenario
+            .tasks
+            .iter()
+            .any(|t| matches!(&t.program, Program::Ops(ops) if maps_shared(ops)))
 }
 
 /// A live result and the notes on how it was made (devices, cgroups, knobs written).
@@ -157,10 +176,19 @@ fn run_in(
         .filter(|(_, _, r)| r.kind == "iteration")
         .map(|(_, _, r)| iteration_figures(r))
         .collect();
-    let vmstat: Counters = sys::delta(&before.vmstat, &after.vmstat)
+    let mut vmstat: Counters = sys::delta(&before.vmstat, &after.vmstat)
         .into_iter()
         .filter(|(k, _)| !sys::is_vmstat_level(k))
         .collect();
+    // the shmem the run leaves (its tmpfs files, still mounted), as the simulator reports it: a
+    // level at the end, here what it rose by over the run (the machine's own shmem is not ours)
+    if has_shmem(&spec.scenario) {
+        for level in SHMEM_LEVELS {
+            let level_of = |c: &Counters| c.get(level).copied().unwrap_or(0);
+            let rise = level_of(&after.vmstat).saturating_sub(level_of(&before.vmstat));
+            vmstat.insert(level.to_string(), rise);
+        }
+    }
     let empty = Counters::new();
     let mthp = after
         .mthp
