@@ -296,6 +296,15 @@ static void page_range(const struct region *r, const struct op *op, uint64_t *fr
 
 static uint64_t rng_state;
 
+/* Mixes a task name into the generator's state (FNV-1a steps), never leaving it zero. */
+static void seed_with_name(const char *name)
+{
+	for (const char *c = name; *c; c++)
+		rng_state = (rng_state ^ (unsigned char)*c) * 0x100000001b3ULL;
+	if (!rng_state)
+		rng_state = 1;
+}
+
 static uint64_t below(uint64_t n)
 {
 	return xorshift64(&rng_state) % n;
@@ -554,9 +563,13 @@ static void play(const char *name, const struct op *op)
 		if (pid < 0)
 			die("fork");
 		if (pid == 0) {
+			/* each child its own stream (its name and its place among its parent's
+			 * children): children forked one after another from the same state would
+			 * otherwise draw the same pages */
+			rng_state ^= 0x5851f42d4c957f2dULL * (uint64_t)(nr_children + 1);
+			seed_with_name(op->name);
 			nr_children = 0;
 			touches = 0;
-			rng_state ^= 0x5851f42d4c957f2dULL;
 			run(op->name, op->child, op->nr_child);
 			exit(0);
 		}
@@ -654,10 +667,7 @@ int main(int argc, char **argv)
 			die(file_paths[id]);
 	}
 	rng_state = 0x9e3779b97f4a7c15ULL;
-	for (const char *c = argv[1]; *c; c++)
-		rng_state = (rng_state ^ (unsigned char)*c) * 0x100000001b3ULL;
-	if (!rng_state)
-		rng_state = 1;
+	seed_with_name(argv[1]);
 	run(argv[1], ops, nr);
 	return 0;
 }
