@@ -262,3 +262,32 @@ fn run_in(
         info,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use foliosim::Scenario;
+
+    fn scenario(files: &str, ops: &str) -> Scenario {
+        Scenario::parse_str(
+            &format!(
+                "name = \"t\"\n[machine]\n[[machine.node]]\nmemory = \"1G\"\ncpus = 1\n{files}\n\
+                 [[task]]\nname = \"t\"\nops = [{ops}]\n"
+            ),
+            "t.toml",
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn a_run_has_shmem_with_a_tmpfs_file_or_shared_anonymous_memory_anywhere() {
+        let disk = "[[file]]\nname = \"f\"\nsize = \"1M\"\n";
+        let tmpfs = "[[file]]\nname = \"f\"\nsize = \"1M\"\nfs = \"tmpfs\"\n";
+        let private = r#"{ op = "mmap", region = "a", size = "4K" }"#;
+        let shared_in_child = r#"{ op = "fork", name = "c", ops = [
+            { op = "mmap", region = "a", size = "4K", shared = true } ] }"#;
+        assert!(!has_shmem(&scenario(disk, private)));
+        assert!(has_shmem(&scenario(tmpfs, private)));
+        assert!(has_shmem(&scenario("", shared_in_child)));
+    }
+}
