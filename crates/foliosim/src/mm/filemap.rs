@@ -395,12 +395,7 @@ impl Kernel {
 
     /// The byte range [pos, end) a FileRead or FileWrite of `len_bytes` at `offset_bytes`
     /// covers: files do not grow here, so a write past the end is cut at it, as a read is.
-    pub(super) fn file_op_range(
-        &self,
-        file: FileId,
-        offset_bytes: u64,
-        len_bytes: u64,
-    ) -> (u64, u64) {
+    pub(super) fn file_op_range(&self, file: FileId, offset_bytes: u64, len_bytes: u64) -> (u64, u64) {
         let size = self.files[file as usize].size_bytes;
         (
             offset_bytes.min(size),
@@ -412,13 +407,7 @@ impl Kernel {
     /// copy_folio_from_iter_atomic for a write), from `pos` to the folio's end or `call_end`,
     /// whichever comes first: per 4 KiB `copy_page_ns` plus one load latency of the folio's
     /// node. Returns where the copy ended.
-    pub(super) fn copy_folio_iter(
-        &mut self,
-        t: u32,
-        folio: FolioId,
-        pos: u64,
-        call_end: u64,
-    ) -> u64 {
+    pub(super) fn copy_folio_iter(&mut self, t: u32, folio: FolioId, pos: u64, call_end: u64) -> u64 {
         let folio_end =
             (self.mem.index(folio) as u64 + self.mem.nr_pages(folio) as u64) * PAGE_SIZE;
         let to = folio_end.min(call_end);

@@ -171,12 +171,8 @@ impl Kernel {
         match huge {
             ShmemHuge::Always => size_orders(write_end_bytes),
             ShmemHuge::WithinSize => {
-                let within = self.shmem_orders_within_size(
-                    file,
-                    size_orders(write_end_bytes),
-                    index,
-                    write_end_bytes,
-                );
+                let within =
+                    self.shmem_orders_within_size(file, size_orders(write_end_bytes), index, write_end_bytes);
                 if within != 0 {
                     within
                 } else if advised {
@@ -192,13 +188,7 @@ impl Kernel {
 
     /// shmem_get_orders_within_size: the orders of `orders` from the highest down, from the
     /// first whose aligned range ends inside the file (its size, or the write's end).
-    fn shmem_orders_within_size(
-        &self,
-        file: FileId,
-        orders: u32,
-        index: u32,
-        write_end_bytes: u64,
-    ) -> u32 {
+    fn shmem_orders_within_size(&self, file: FileId, orders: u32, index: u32, write_end_bytes: u64) -> u32 {
         let size_pages = self.files[file as usize]
             .size_bytes
             .max(write_end_bytes)
@@ -337,13 +327,7 @@ impl Kernel {
     /// shmem_suitable_orders: of `orders`, from the highest down, those from the first whose
     /// aligned range holds neither a folio nor a swap entry; for a fault only orders whose
     /// aligned range lies inside the VMA at an address aligned alike (thp_vma_suitable_order).
-    fn shmem_suitable_orders(
-        &self,
-        file: FileId,
-        index: u32,
-        fault: Option<FaultAt>,
-        mut orders: u32,
-    ) -> u32 {
+    fn shmem_suitable_orders(&self, file: FileId, index: u32, fault: Option<FaultAt>, mut orders: u32) -> u32 {
         if let Some(f) = fault {
             let v = &self.mms[f.mm as usize].vmas[f.vi];
             let pgoff = v.file.map_or(0, |vf| vf.pgoff);
@@ -351,9 +335,7 @@ impl Kernel {
                 .filter(|&o| {
                     let nr = 1u32 << o;
                     let base = f.vpn & !(nr - 1);
-                    (v.start.wrapping_sub(pgoff)) % nr == 0
-                        && base >= v.start
-                        && base + nr <= v.end()
+                    (v.start.wrapping_sub(pgoff)) % nr == 0 && base >= v.start && base + nr <= v.end()
                 })
                 .fold(0, |m, o| m | 1 << o);
         }
@@ -377,17 +359,8 @@ impl Kernel {
 
     /// The charge, then shmem_add_to_page_cache and folio_add_lru. False when the charge failed
     /// (the pages go back to the allocator).
-    fn shmem_charge_and_add(
-        &mut self,
-        pfn: FolioId,
-        order: u32,
-        file: FileId,
-        index: u32,
-        memcg: u16,
-        gfp: Gfp,
-    ) -> bool {
-        self.mem
-            .prep_folio(pfn, order, file | MAPPING_SHMEM, memcg, index);
+    fn shmem_charge_and_add(&mut self, pfn: FolioId, order: u32, file: FileId, index: u32, memcg: u16, gfp: Gfp) -> bool {
+        self.mem.prep_folio(pfn, order, file | MAPPING_SHMEM, memcg, index);
         let nr = 1u32 << order;
         for i in 0..nr {
             self.mem.pages[(pfn + i) as usize].content = content::ZERO;
@@ -421,18 +394,9 @@ impl Kernel {
     /// swapped entry's order where shmem_swap_alloc_folio allows it, else of one page (the
     /// rest of a large entry stays swapped, split into single entries). The folio joins the
     /// page cache, dirty, and its swap space is freed.
-    fn shmem_swapin_folio(
-        &mut self,
-        file: FileId,
-        index: u32,
-        sgp: Sgp,
-        fault: Option<FaultAt>,
-    ) -> Result<FolioId, Killed> {
+    fn shmem_swapin_folio(&mut self, file: FileId, index: u32, sgp: Sgp, fault: Option<FaultAt>) -> Result<FolioId, Killed> {
         let (dev, off) = self.shmem_swap_entry(file, index).expect("a swapped page");
-        let sh = self.files[file as usize]
-            .shmem
-            .as_ref()
-            .expect("an shmem file");
+        let sh = self.files[file as usize].shmem.as_ref().expect("an shmem file");
         let entry_order = sh.swap_order[index as usize] as u32;
         let memcg = match fault {
             Some(f) => self.mms[f.mm as usize].memcg,
@@ -465,8 +429,7 @@ impl Kernel {
                     };
                     let mut charge_failed = false;
                     if let Some(pfn) = self.alloc_pages_task_policy(gfp, order) {
-                        self.mem
-                            .prep_folio(pfn, order, file | MAPPING_SHMEM, memcg, aligned);
+                        self.mem.prep_folio(pfn, order, file | MAPPING_SHMEM, memcg, aligned);
                         if self.mem_cgroup_charge(pfn, memcg, gfp).is_ok() {
                             break pfn;
                         }
@@ -552,8 +515,7 @@ impl Kernel {
             return ShmemWrite::Redirty;
         }
         let large = self.mem.order(folio) > 0;
-        if large && (!self.generation().shmem_swaps_out_large_folios() || !self.spec.knobs.thp_swap)
-        {
+        if large && (!self.generation().shmem_swaps_out_large_folios() || !self.spec.knobs.thp_swap) {
             if !self.split_folio_to_list(folio, list) {
                 return ShmemWrite::Redirty;
             }
@@ -667,13 +629,7 @@ impl Kernel {
     /// finish_fault's page count for an shmem folio: the whole folio when it lies inside the
     /// VMA and one page table and nothing maps its range yet (v6.11 for shared anonymous
     /// memory, v6.14 for tmpfs), else the one page. Returns (first vpn, first page, pages).
-    pub fn shmem_finish_fault_range(
-        &self,
-        mm: u32,
-        vi: usize,
-        vpn: u32,
-        folio: FolioId,
-    ) -> (u32, u32, u32) {
+    pub fn shmem_finish_fault_range(&self, mm: u32, vi: usize, vpn: u32, folio: FolioId) -> (u32, u32, u32) {
         let v = &self.mms[mm as usize].vmas[vi];
         let index = v.linear_page_index(vpn);
         let page = folio + (index - self.mem.index(folio));
@@ -694,18 +650,11 @@ impl Kernel {
         let first = vpn as i64 - idx as i64;
         let (start, end) = (v.start as i64, v.end() as i64);
         let pte_off = (vpn % HPAGE_PMD_NR) as i64;
-        if first < start
-            || first + nr as i64 > end
-            || pte_off < idx as i64
-            || pte_off - idx as i64 + nr as i64 > HPAGE_PMD_NR as i64
-        {
+        if first < start || first + nr as i64 > end || pte_off < idx as i64 || pte_off - idx as i64 + nr as i64 > HPAGE_PMD_NR as i64 {
             return (vpn, page, 1);
         }
         let from = (first - start) as usize;
-        if v.ptes[from..from + nr as usize]
-            .iter()
-            .any(|&p| p != super::pagetable::PTE_NONE)
-        {
+        if v.ptes[from..from + nr as usize].iter().any(|&p| p != super::pagetable::PTE_NONE) {
             return (vpn, page, 1);
         }
         (first as u32, folio, nr)
@@ -716,19 +665,13 @@ impl Kernel {
     pub fn shmem_maps_writable(&self, mm: u32, vi: usize) -> bool {
         let v = &self.mms[mm as usize].vmas[vi];
         v.flags & (VM_SHARED | VM_WRITE) == VM_SHARED | VM_WRITE
-            && v.file
-                .is_some_and(|vf| self.files[vf.file as usize].shmem.is_some())
+            && v.file.is_some_and(|vf| self.files[vf.file as usize].shmem.is_some())
     }
 
     /// shmem_file_read_iter for a FileRead of task `t` until the quantum ends: each folio's
     /// part of the call copied (marked accessed when read from its start), a hole read from the
     /// zero page, a swapped page swapped in (not counted as a fault).
-    pub fn shmem_file_read_op(
-        &mut self,
-        t: u32,
-        req: &ReadRequest,
-        quantum_end_ns: u64,
-    ) -> Result<bool, Killed> {
+    pub fn shmem_file_read_op(&mut self, t: u32, req: &ReadRequest, quantum_end_ns: u64) -> Result<bool, Killed> {
         let file = req.file;
         let mut st = self.tasks[t as usize].file_read;
         if !st.started {
@@ -785,12 +728,7 @@ impl Kernel {
     /// generic_perform_write with shmem_write_begin / shmem_write_end for a FileWrite of task
     /// `t`: per chunk (a PMD's worth; shmem does no dirty throttling) the folio at the
     /// position, allocated with the chunk's end as the size hint, the copy, then dirty.
-    pub fn shmem_file_write_op(
-        &mut self,
-        t: u32,
-        req: &WriteRequest,
-        quantum_end_ns: u64,
-    ) -> Result<bool, Killed> {
+    pub fn shmem_file_write_op(&mut self, t: u32, req: &WriteRequest, quantum_end_ns: u64) -> Result<bool, Killed> {
         let file = req.file;
         let mut st = self.tasks[t as usize].file_write;
         if !st.started {
@@ -846,12 +784,7 @@ impl Kernel {
     pub fn mmap_shared_anon(&mut self, mm: u32, nr_pages: u32) -> u32 {
         let name = format!("dev/zero (shared, mm {mm})");
         let huge = self.spec.knobs.shmem_enabled;
-        let file = self.create_file(super::filemap::File::shmem(
-            name,
-            nr_pages as u64 * PAGE_SIZE,
-            huge,
-            true,
-        ));
+        let file = self.create_file(super::filemap::File::shmem(name, nr_pages as u64 * PAGE_SIZE, huge, true));
         self.mmap_file(mm, file, 0, nr_pages, VM_SHARED | VM_WRITE)
     }
 }

@@ -163,16 +163,8 @@ pub const ZSWAP_VM: &[Vm] = &[Vm::Zswpin, Vm::Zswpout, Vm::Zswpwb];
 pub const ZSWAP_MTHP: &[Mthp] = &[Mthp::Zswpout];
 pub const ZSWAP_MEMCG: &[Memcg] = &[Memcg::Zswpin, Memcg::Zswpout, Memcg::Zswpwb];
 /// The counters that exist only with shmem in play, likewise.
-pub const SHMEM_VM: &[Vm] = &[
-    Vm::ThpFileAlloc,
-    Vm::ThpFileFallback,
-    Vm::ThpFileFallbackCharge,
-];
-pub const SHMEM_MTHP: &[Mthp] = &[
-    Mthp::ShmemAlloc,
-    Mthp::ShmemFallback,
-    Mthp::ShmemFallbackCharge,
-];
+pub const SHMEM_VM: &[Vm] = &[Vm::ThpFileAlloc, Vm::ThpFileFallback, Vm::ThpFileFallbackCharge];
+pub const SHMEM_MTHP: &[Mthp] = &[Mthp::ShmemAlloc, Mthp::ShmemFallback, Mthp::ShmemFallbackCharge];
 
 #[derive(Clone, Debug)]
 pub struct VmStat {

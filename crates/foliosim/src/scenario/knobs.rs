@@ -440,10 +440,7 @@ pub fn mthp_enabled_path(order: usize) -> String {
 
 /// The path of the per-size `shmem_enabled` knob of an order.
 pub fn mthp_shmem_enabled_path(order: usize) -> String {
-    format!(
-        "{THP_DIR}/hugepages-{}/shmem_enabled",
-        order_size_name(order)
-    )
+    format!("{THP_DIR}/hugepages-{}/shmem_enabled", order_size_name(order))
 }
 
 const SHMEM_ENABLED: &str = "/sys/kernel/mm/transparent_hugepage/shmem_enabled";
@@ -615,9 +612,8 @@ impl Knobs {
             return Ok(());
         }
         if path == SHMEM_ENABLED {
-            self.shmem_enabled = ShmemHuge::parse(value, true).ok_or_else(|| {
-                format!("expected one of {SHMEM_ENABLED_VALUES}, found {value:?}")
-            })?;
+            self.shmem_enabled = ShmemHuge::parse(value, true)
+                .ok_or_else(|| format!("expected one of {SHMEM_ENABLED_VALUES}, found {value:?}"))?;
             return Ok(());
         }
         if let Some(cgroup) = memory_max_cgroup(path) {

@@ -269,28 +269,16 @@ pub(super) fn parse_files(top: &Node) -> Res<Vec<FileSpec>> {
             top.cx,
             t,
             path,
-            &[
-                "name",
-                "size",
-                "read_ahead_kb",
-                "large_folios",
-                "fs",
-                "huge",
-            ],
+            &["name", "size", "read_ahead_kb", "large_folios", "fs", "huge"],
         )?;
         let name = f.name("name")?;
         unique(top.cx, &mut seen, &name, &f.key("name"), "file")?;
         let size_bytes = f.file_size()?;
-        let tmpfs = f
-            .choice_opt("fs", &[("disk", false), ("tmpfs", true)])?
-            .unwrap_or(false);
+        let tmpfs = f.choice_opt("fs", &[("disk", false), ("tmpfs", true)])?.unwrap_or(false);
         let tmpfs = if tmpfs {
             for k in ["read_ahead_kb", "large_folios"] {
                 if f.table.contains_key(k) {
-                    return Err(f.err(
-                        k,
-                        "expected this key only for a file on the disk (tmpfs has no device)",
-                    ));
+                    return Err(f.err(k, "expected this key only for a file on the disk (tmpfs has no device)"));
                 }
             }
             Some(

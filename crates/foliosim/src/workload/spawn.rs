@@ -18,9 +18,7 @@ pub fn spawn(k: &mut Kernel) -> Result<Workload, InputError> {
     for i in 0..k.spec.scenario.files.len() {
         let f = &k.spec.scenario.files[i];
         let file = match f.tmpfs {
-            Some(huge) => {
-                crate::mm::filemap::File::shmem(f.name.clone(), f.size_bytes, huge, false)
-            }
+            Some(huge) => crate::mm::filemap::File::shmem(f.name.clone(), f.size_bytes, huge, false),
             None => crate::mm::filemap::File::new(
                 f.name.clone(),
                 f.size_bytes,
