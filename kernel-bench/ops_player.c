@@ -11,9 +11,10 @@
  *
  * OPS_FILE has one operation per line (written by `foliosim kernel-run`); "-" is "to the end"
  * for a length and "the default" for a count:
- *   file ID PATH         a file the runner made (on a tmpfs), named by ID in the operations
- *                        below; only before the first operation, opened O_RDWR at the start and
- *                        inherited by forked children
+ *   file ID PATH         a file the runner made (on a tmpfs; PATH without white space), named by
+ *                        ID in the operations
+ *                        below; only before the first operation, opened O_RDWR at the start
+ *                        and inherited by forked children
  *   mmap REGION SIZE_BYTES                      MAP_PRIVATE | MAP_ANONYMOUS
  *   mmap_shared REGION SIZE_BYTES               MAP_SHARED | MAP_ANONYMOUS (shmem)
  *   mmap_file REGION ID OFFSET SIZE_BYTES shared|private r|rw|rx|rwx
@@ -31,8 +32,8 @@
  *   iteration_start
  *   iteration_end time|mthp ORDER
  *
- * Random touches draw pages from a generator of their own (xorshift, seeded per task and
- * operation), and zipf touches rank pages by an exact cumulative table: the distributions are
+ * Random touches draw pages from a generator of their own (xorshift, seeded by the task's name;
+ * a forked child mixes in its own name and its place among its parent's children), and zipf touches rank pages by an exact cumulative table: the distributions are
  * foliosim's, the sequences are not.
  */
 #include <fcntl.h>
