@@ -11,10 +11,9 @@
  *
  * OPS_FILE has one operation per line (written by `foliosim kernel-run`); "-" is "to the end"
  * for a length and "the default" for a count:
- *   file ID PATH         a file the runner made (on a tmpfs; PATH without white space), named by
- *                        ID in the operations
- *                        below; only before the first operation, opened O_RDWR at the start
- *                        and inherited by forked children
+ *   file ID PATH         a file the runner made (on a tmpfs; PATH without white space), named
+ *                        by ID in the operations below; only before the first operation,
+ *                        opened O_RDWR at the start and inherited by forked children
  *   mmap REGION SIZE_BYTES                      MAP_PRIVATE | MAP_ANONYMOUS
  *   mmap_shared REGION SIZE_BYTES               MAP_SHARED | MAP_ANONYMOUS (shmem)
  *   mmap_file REGION ID OFFSET SIZE_BYTES shared|private r|rw|rx|rwx
