@@ -2,14 +2,25 @@
  * Plays a foliosim task program (a scenario's `ops = [...]`, or a generator expanded to
  * operations) on the running kernel, one operation after another, the way foliosim's engine
  * executes it (crates/foliosim/src/workload/exec.rs): regions are anonymous private mappings
- * (2 MiB-aligned), touches visit pages, a write fills each page with the operation's content
- * class, a read loads one word of each page.
+ * (2 MiB-aligned), shared anonymous mappings or mappings of a file the runner made (placed so that
+ * address and file offset agree modulo 2 MiB, as thp_get_unmapped_area places them), touches
+ * visit pages, a write fills each page with the operation's content class, a read loads one word
+ * of each page. File reads and writes are pread/pwrite calls of the operation's buffer size.
  *
  * Usage: ops_player NAME OPS_FILE
  *
  * OPS_FILE has one operation per line (written by `foliosim kernel-run`); "-" is "to the end"
  * for a length and "the default" for a count:
- *   mmap REGION SIZE_BYTES
+ *   file ID PATH         a file the runner made (on a tmpfs; PATH without white space), named
+ *                        by ID in the operations below; only before the first operation,
+ *                        opened O_RDWR at the start and inherited by forked children
+ *   mmap REGION SIZE_BYTES                      MAP_PRIVATE | MAP_ANONYMOUS
+ *   mmap_shared REGION SIZE_BYTES               MAP_SHARED | MAP_ANONYMOUS (shmem)
+ *   mmap_file REGION ID OFFSET SIZE_BYTES shared|private r|rw|rx|rwx
+ *   read ID OFFSET LEN BUFFER_BYTES             pread calls of BUFFER_BYTES over the range
+ *   write ID OFFSET LEN BUFFER_BYTES DATA       pwrite calls, each buffer page filled with
+ *                                               content class DATA (as touch writes fill pages)
+ *   fsync ID
  *   munmap REGION
  *   madvise REGION hugepage|nohugepage|pageout|cold|dontneed OFFSET LEN
  *   touch REGION read|write sequential|random|zipf THETA_MILLI OFFSET LEN COUNT DATA WORK_NS
@@ -20,22 +31,24 @@
  *   iteration_start
  *   iteration_end time|mthp ORDER
  *
- * Random touches draw pages from a generator of their own (xorshift, seeded per task and
- * operation), and zipf touches rank pages by an exact cumulative table: the distributions are
+ * Random touches draw pages from a generator of their own (xorshift, seeded by the task's name;
+ * a forked child mixes in its own name and its place among its parent's children), and zipf touches rank pages by an exact cumulative table: the distributions are
  * foliosim's, the sequences are not.
  */
+#include <fcntl.h>
 #include <math.h>
 #include <sys/wait.h>
 
 #include "bench.h"
 
 #define MAX_REGIONS 64
+#define MAX_FILES 256
 #define MAX_TOKENS 12
 #define NR_ORDERS 10
 #define THP_DIR "/sys/kernel/mm/transparent_hugepage"
 
 enum op_kind {
-	OP_MMAP, OP_MUNMAP, OP_MADVISE, OP_TOUCH, OP_FORK, OP_SLEEP, OP_BARRIER, OP_EXIT,
+	OP_MMAP, OP_MMAP_SHARED, OP_MMAP_FILE, OP_READ, OP_WRITE, OP_FSYNC, OP_MUNMAP, OP_MADVISE, OP_TOUCH, OP_FORK, OP_SLEEP, OP_BARRIER, OP_EXIT,
 	OP_ITERATION_START, OP_ITERATION_END,
 };
 
@@ -47,6 +60,9 @@ struct op {
 	uint64_t size, offset, len, count, theta_milli, data, work_ns, ns;
 	int has_len, has_count;
 	int report_order;	/* iteration_end: -1 time only, else the mTHP order */
+	int file;		/* mmap_file, read, write, fsync: the file's ID */
+	int shared, prot;	/* mmap_file */
+	uint64_t buffer;	/* read, write: bytes per call */
 	struct op *child;	/* fork: the child's program */
 	size_t nr_child;
 };
@@ -58,6 +74,8 @@ struct region {
 };
 
 static struct region regions[MAX_REGIONS];
+static char *file_paths[MAX_FILES];
+static int file_fds[MAX_FILES];
 static uint64_t touches;
 static uint64_t iteration_start_ns;
 static unsigned long iteration_swpout[NR_ORDERS], iteration_fallback[NR_ORDERS];
@@ -79,6 +97,16 @@ static uint64_t number(const char *token, const char *file, int line)
 	if (errno || end == token || *end || token[0] == '-')
 		fail(file, line, "expected a non-negative integer");
 	return v;
+}
+
+/* A file ID declared by an earlier `file` line. */
+static int file_id(const char *token, const char *file, int line)
+{
+	uint64_t id = number(token, file, line);
+
+	if (id >= MAX_FILES || !file_paths[id])
+		fail(file, line, "file ID not declared by a \"file\" line");
+	return (int)id;
 }
 
 /* Parses operations up to "end" or end of file into a new array. */
@@ -110,9 +138,61 @@ static struct op *parse(FILE *f, const char *file, int *line, size_t *nr, int ne
 				fail(file, *line, "name too long");
 			strcpy(op.name, tok[1]);
 		}
+		if (!strcmp(tok[0], "file") && n == 3) {
+			uint64_t id = number(tok[1], file, *line);
+
+			if (nested || *nr)
+				fail(file, *line, "\"file\" lines come before the first operation");
+			if (id >= MAX_FILES || file_paths[id])
+				fail(file, *line, "file ID out of range or declared twice");
+			file_paths[id] = strdup(tok[2]);
+			if (!file_paths[id])
+				die("strdup");
+			continue;
+		}
 		if (!strcmp(tok[0], "mmap") && n == 3) {
 			op.kind = OP_MMAP;
 			op.size = number(tok[2], file, *line);
+		} else if (!strcmp(tok[0], "mmap_shared") && n == 3) {
+			op.kind = OP_MMAP_SHARED;
+			op.size = number(tok[2], file, *line);
+		} else if (!strcmp(tok[0], "mmap_file") && n == 7) {
+			op.kind = OP_MMAP_FILE;
+			op.file = file_id(tok[2], file, *line);
+			op.offset = number(tok[3], file, *line);
+			op.size = number(tok[4], file, *line);
+			if (op.offset % PAGE_BYTES || !op.size)
+				fail(file, *line, "expected a page-aligned offset and a size");
+			if (!strcmp(tok[5], "shared"))
+				op.shared = 1;
+			else if (strcmp(tok[5], "private"))
+				fail(file, *line, "expected shared or private");
+			if (!strcmp(tok[6], "r"))
+				op.prot = PROT_READ;
+			else if (!strcmp(tok[6], "rw"))
+				op.prot = PROT_READ | PROT_WRITE;
+			else if (!strcmp(tok[6], "rx"))
+				op.prot = PROT_READ | PROT_EXEC;
+			else if (!strcmp(tok[6], "rwx"))
+				op.prot = PROT_READ | PROT_WRITE | PROT_EXEC;
+			else
+				fail(file, *line, "expected r, rw, rx or rwx");
+		} else if ((!strcmp(tok[0], "read") && n == 5) || (!strcmp(tok[0], "write") && n == 6)) {
+			op.kind = tok[0][0] == 'r' ? OP_READ : OP_WRITE;
+			op.file = file_id(tok[1], file, *line);
+			op.offset = number(tok[2], file, *line);
+			op.len = number(tok[3], file, *line);
+			op.buffer = number(tok[4], file, *line);
+			if (!op.buffer)
+				fail(file, *line, "expected a buffer of at least one byte");
+			if (op.kind == OP_WRITE) {
+				op.data = number(tok[5], file, *line);
+				if (op.data > 255)
+					fail(file, *line, "expected a content class 0..255");
+			}
+		} else if (!strcmp(tok[0], "fsync") && n == 2) {
+			op.kind = OP_FSYNC;
+			op.file = file_id(tok[1], file, *line);
 		} else if (!strcmp(tok[0], "munmap") && n == 2) {
 			op.kind = OP_MUNMAP;
 		} else if (!strcmp(tok[0], "madvise") && n == 5) {
@@ -216,6 +296,15 @@ static void page_range(const struct region *r, const struct op *op, uint64_t *fr
 
 static uint64_t rng_state;
 
+/* Mixes a task name into the generator's state (FNV-1a steps), never leaving it zero. */
+static void seed_with_name(const char *name)
+{
+	for (const char *c = name; *c; c++)
+		rng_state = (rng_state ^ (unsigned char)*c) * 0x100000001b3ULL;
+	if (!rng_state)
+		rng_state = 1;
+}
+
 static uint64_t below(uint64_t n)
 {
 	return xorshift64(&rng_state) % n;
@@ -287,6 +376,100 @@ static void touch(const struct op *op)
 	free(cdf);
 }
 
+/*
+ * A mapping of `size` bytes (a multiple of the page size) whose address agrees with `offset`
+ * modulo 2 MiB, as the kernel places shmem and file mappings that may hold PMD folios
+ * (shmem_get_unmapped_area, thp_get_unmapped_area), with the same unmapped guard page after it as
+ * map_aligned leaves: a PROT_NONE reservation first, the mapping placed over it with MAP_FIXED.
+ */
+static char *map_placed(size_t size, int prot, int flags, int fd, uint64_t offset)
+{
+	size_t span = size + 2 * PMD_BYTES;
+	char *raw = mmap(NULL, span, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	char *start, *end;
+
+	if (raw == MAP_FAILED)
+		die("mmap");
+	start = (char *)((((uintptr_t)raw + PMD_BYTES - 1) & ~(PMD_BYTES - 1)) +
+			 offset % PMD_BYTES);
+	if (mmap(start, size, prot, flags | MAP_FIXED, fd, (off_t)offset) == MAP_FAILED)
+		die("mmap");
+	if (start > raw)
+		munmap(raw, (size_t)(start - raw));
+	/* the reservation's page after the end stays, PROT_NONE; the rest goes */
+	end = start + size + PAGE_BYTES;
+	if (raw + span > end)
+		munmap(end, (size_t)(raw + span - end));
+	return start;
+}
+
+static int file_fd(int id)
+{
+	return file_fds[id];
+}
+
+/* pread calls of the operation's buffer size over [offset, offset + len), until end of file. */
+static void file_read(const struct op *op)
+{
+	char *buf = malloc(op->buffer);
+	uint64_t pos = op->offset, end = op->offset + op->len;
+
+	if (!buf)
+		die("malloc");
+	while (pos < end) {
+		size_t n = end - pos < op->buffer ? (size_t)(end - pos) : (size_t)op->buffer;
+		ssize_t got = pread(file_fd(op->file), buf, n, (off_t)pos);
+
+		if (got < 0 && errno == EINTR)
+			continue;
+		if (got < 0)
+			die(file_paths[op->file]);
+		if (got == 0)
+			break;
+		read_sink += (unsigned char)buf[0];
+		pos += (uint64_t)got;
+	}
+	free(buf);
+}
+
+/*
+ * pwrite calls of the operation's buffer size over [offset, offset + len); each page of the
+ * buffer holds content class `data`, seeded by the file page it starts at, as touch writes fill
+ * the pages of a region.
+ */
+static void file_write(const struct op *op)
+{
+	size_t buffer_pages = (op->buffer + PAGE_BYTES - 1) / PAGE_BYTES;
+	char *buf = NULL;
+	uint64_t pos = op->offset, end = op->offset + op->len;
+
+	if (posix_memalign((void **)&buf, PAGE_BYTES, buffer_pages * PAGE_BYTES))
+		die("posix_memalign");
+	while (pos < end) {
+		size_t n = end - pos < op->buffer ? (size_t)(end - pos) : (size_t)op->buffer;
+		size_t done = 0;
+
+		/* classes that set a byte or two leave the rest of the page zero */
+		memset(buf, 0, (n + PAGE_BYTES - 1) & ~(PAGE_BYTES - 1));
+		if (op->data != DATA_ZERO)
+			for (size_t off = 0; off < n; off += PAGE_BYTES)
+				fill_page(buf + off, (unsigned int)op->data,
+					  (pos + off) / PAGE_BYTES);
+		while (done < n) {
+			ssize_t put = pwrite(file_fd(op->file), buf + done, n - done,
+					     (off_t)(pos + done));
+
+			if (put < 0 && errno == EINTR)
+				continue;
+			if (put <= 0)
+				die(file_paths[op->file]);
+			done += (size_t)put;
+		}
+		pos += n;
+	}
+	free(buf);
+}
+
 static void read_mthp_counters(unsigned long *swpout, unsigned long *fallback)
 {
 	char path[256];
@@ -309,8 +492,11 @@ static int nr_children;
 static void play(const char *name, const struct op *op)
 {
 	switch (op->kind) {
-	case OP_MMAP: {
+	case OP_MMAP:
+	case OP_MMAP_SHARED:
+	case OP_MMAP_FILE: {
 		int free_slot = -1;
+		size_t size;
 
 		for (int i = 0; i < MAX_REGIONS; i++) {
 			if (regions[i].start && !strcmp(regions[i].name, op->name)) {
@@ -326,10 +512,29 @@ static void play(const char *name, const struct op *op)
 			exit(1);
 		}
 		strcpy(regions[free_slot].name, op->name);
-		regions[free_slot].size = (op->size + PAGE_BYTES - 1) & ~(PAGE_BYTES - 1);
-		regions[free_slot].start = map_aligned(regions[free_slot].size);
+		size = (op->size + PAGE_BYTES - 1) & ~(PAGE_BYTES - 1);
+		regions[free_slot].size = size;
+		if (op->kind == OP_MMAP)
+			regions[free_slot].start = map_aligned(size);
+		else if (op->kind == OP_MMAP_SHARED)
+			regions[free_slot].start = map_placed(size, PROT_READ | PROT_WRITE,
+							      MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+		else
+			regions[free_slot].start =
+				map_placed(size, op->prot, op->shared ? MAP_SHARED : MAP_PRIVATE,
+					   file_fd(op->file), op->offset);
 		break;
 	}
+	case OP_READ:
+		file_read(op);
+		break;
+	case OP_WRITE:
+		file_write(op);
+		break;
+	case OP_FSYNC:
+		if (fsync(file_fd(op->file)))
+			die(file_paths[op->file]);
+		break;
 	case OP_MUNMAP: {
 		struct region *r = region(op->name);
 
@@ -358,9 +563,13 @@ static void play(const char *name, const struct op *op)
 		if (pid < 0)
 			die("fork");
 		if (pid == 0) {
+			/* each child its own stream (its name and its place among its parent's
+			 * children): children forked one after another from the same state would
+			 * otherwise draw the same pages */
+			rng_state ^= 0x5851f42d4c957f2dULL * (uint64_t)(nr_children + 1);
+			seed_with_name(op->name);
 			nr_children = 0;
 			touches = 0;
-			rng_state ^= 0x5851f42d4c957f2dULL;
 			run(op->name, op->child, op->nr_child);
 			exit(0);
 		}
@@ -450,11 +659,15 @@ int main(int argc, char **argv)
 		die(argv[2]);
 	ops = parse(f, argv[2], &line, &nr, 0);
 	fclose(f);
+	for (int id = 0; id < MAX_FILES; id++) {
+		if (!file_paths[id])
+			continue;
+		file_fds[id] = open(file_paths[id], O_RDWR);
+		if (file_fds[id] < 0)
+			die(file_paths[id]);
+	}
 	rng_state = 0x9e3779b97f4a7c15ULL;
-	for (const char *c = argv[1]; *c; c++)
-		rng_state = (rng_state ^ (unsigned char)*c) * 0x100000001b3ULL;
-	if (!rng_state)
-		rng_state = 1;
+	seed_with_name(argv[1]);
 	run(argv[1], ops, nr);
 	return 0;
 }

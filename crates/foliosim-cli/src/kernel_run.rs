@@ -128,9 +128,16 @@ pub fn notes(scenario: &Scenario, host: &live::Host, runs: &[LiveRun]) -> String
         for swap in run.info["swap"].as_array().into_iter().flatten() {
             let left = swap["pages_left_at_end"].as_u64().unwrap_or(0);
             if left > 0 {
+                // a tmpfs file outlives its writer: its swapped-out pages stay until the unmount
+                let whose = if run.info.get("tmpfs").is_some() {
+                    "the run's tmpfs files (kept until cleanup unmounts them), or other \
+                     processes' memory swapped out there"
+                } else {
+                    "other processes' memory swapped out there"
+                };
                 text.push_str(&format!(
-                    "live: {}: {left} pages were still on {} after the programs exited: other \
-                     processes' memory swapped out there, counted in its swap counters\n",
+                    "live: {}: {left} pages were still on {} after the programs exited: \
+                     {whose}, counted in its swap counters\n",
                     table::run_label(&run.result),
                     swap["name"].as_str().unwrap_or("")
                 ));

@@ -1,7 +1,8 @@
 //! `foliosim kernel-run` on the machine the tests run on: after a successful run, a run played
-//! with a swap file for CONFIG_THP_SWAP=n, a run whose program is killed and a run interrupted by
-//! SIGTERM, every knob reads as before and no zram device, file system, swap area or cgroup the
-//! run made remains.
+//! with a swap file for CONFIG_THP_SWAP=n, a run of tmpfs files and shared anonymous memory, a
+//! run whose program is killed and a run interrupted by SIGTERM, every knob reads as before and
+//! no zram device, file system (a swap file's ext4, a tmpfs), swap area or cgroup the run made
+//! remains.
 //!
 //! These need root, zram and a memory cgroup controller, and no swap already active. Where the
 //! machine lacks one, `kernel-run` refuses with exit status 3 before changing anything, and each
@@ -209,7 +210,7 @@ ops = [
 ]
 "#;
 
-/// A program that waits, to be killed or interrupted.
+/// A program that waits, to be killed or interrupted, with a tmpfs file it wrote still mounted.
 const SLEEPER: &str = r#"
 name = "kernel-run-sleeper"
 profiles = ["v6.18"]
@@ -224,6 +225,12 @@ name = "zram0"
 kind = "zram"
 size = "32M"
 
+[[file]]
+name = "scratch"
+size = "4M"
+fs = "tmpfs"
+huge = "always"
+
 [knobs]
 "/sys/kernel/mm/transparent_hugepage/hugepages-32kB/enabled" = "always"
 "/proc/sys/vm/page-cluster" = "0"
@@ -233,6 +240,7 @@ name = "sleeper"
 ops = [
   { op = "mmap", region = "mem", size = "4M" },
   { op = "touch", region = "mem", access = "write", pattern = "sequential", data = "nonzero" },
+  { op = "write", file = "scratch" },
   { op = "sleep", time = "60s" },
 ]
 "#;
@@ -279,6 +287,53 @@ fn pageout_run(variant: &str) -> Option<serde_json::Value> {
     let doc: serde_json::Value = serde_json::from_str(&read(&json).unwrap()).unwrap();
     Some(doc["runs"][0].clone())
 }
+
+/// shmem: a 32 MiB tmpfs file written in a 24 MiB memcg, so that part of it swaps, and read back;
+/// 8 MiB of shared anonymous memory that a forked child writes and its parent then reads (the
+/// child's pages, not copies); a mapping of the file read through.
+const SHMEM: &str = r#"
+name = "kernel-run-shmem"
+profiles = ["v6.18"]
+
+[machine]
+[[machine.node]]
+memory = "1G"
+cpus = 2
+
+[[swap]]
+name = "zram0"
+kind = "zram"
+size = "128M"
+
+[[cgroup]]
+name = "bench"
+"memory.max" = "24M"
+
+[[file]]
+name = "data"
+size = "32M"
+fs = "tmpfs"
+
+[knobs]
+"/sys/kernel/mm/transparent_hugepage/enabled" = "never"
+
+[[task]]
+name = "shmem"
+cgroup = "bench"
+ops = [
+  { op = "write", file = "data", buffer = "64K", data = "nonzero" },
+  { op = "fsync", file = "data" },
+  { op = "read", file = "data" },
+  { op = "mmap", region = "shm", size = "8M", shared = true },
+  { op = "fork", name = "writer", ops = [
+    { op = "touch", region = "shm", access = "write", pattern = "sequential", data = "nonzero" },
+  ] },
+  { op = "sleep", time = "1s" },
+  { op = "touch", region = "shm", access = "read", pattern = "sequential" },
+  { op = "mmap", region = "file", file = "data", prot = "r", shared = true },
+  { op = "touch", region = "file", access = "read", pattern = "sequential" },
+]
+"#;
 
 /// A real program as a task's command: it reports its cgroup, environment and directory, then
 /// writes 48 MiB in a 24 MiB memcg, so that it swaps.
@@ -369,6 +424,41 @@ mod kernel_run {
             .as_object()
             .unwrap()
             .contains_key("/proc/sys/vm/swappiness"));
+    }
+
+    #[test]
+    fn tmpfs_files_and_shared_memory_are_played_and_unmounted() {
+        let _one = LIVE.lock().unwrap_or_else(|e| e.into_inner());
+        let dir = Scratch::new("shmem");
+        let scenario = dir.write("shmem.toml", SHMEM);
+        let json = dir.0.join("out.json");
+        let before = machine_state();
+        let Some(out) = kernel_run(&[scenario.to_str().unwrap(), "--json", json.to_str().unwrap()])
+        else {
+            return;
+        };
+        // the tmpfs is unmounted (machine_state lists foliosim mounts) and its file gone
+        assert_same_state(&before, "after a run with tmpfs files");
+        assert!(out.status.success(), "{}", text(&out));
+        let doc: serde_json::Value = serde_json::from_str(&read(&json).unwrap()).unwrap();
+        let run = &doc["runs"][0];
+        let tmpfs = &run["live"]["tmpfs"][0];
+        assert!(
+            tmpfs["options"]
+                .as_str()
+                .unwrap()
+                .starts_with("huge=never,"),
+            "{run}"
+        );
+        let file = tmpfs["files"][0]["path"].as_str().unwrap();
+        assert!(file.ends_with("tmpfs-never/file-data"), "{run}");
+        assert!(!Path::new(file).exists(), "{file} is left");
+        // 32 MiB of tmpfs in 24 MiB: shmem pages went to zram and came back
+        assert!(run["vmstat"]["pswpout"].as_u64().unwrap() >= 1024, "{run}");
+        assert!(run["vmstat"]["pswpin"].as_u64().unwrap() >= 1024, "{run}");
+        // the parent read what its child wrote: one process's faults, no copies
+        assert_eq!(run["tasks"][1]["name"], "writer", "{run}");
+        assert_eq!(run["tasks"][1]["touches"], 2048, "{run}");
     }
 
     #[test]

@@ -4,7 +4,7 @@
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
-use foliosim::scenario::{Access, Advice, IterationReport, Op, Pattern, TaskSpec};
+use foliosim::scenario::{Access, Advice, FileSpec, IterationReport, Op, Pattern, TaskSpec};
 use foliosim::workload::LiveProgram;
 
 /// Builds the programs with the system C compiler into `<repository>/target/kernel-bench`;
@@ -34,10 +34,12 @@ pub struct Launch {
     pub barriers: Vec<String>,
 }
 
-/// The processes that play a task. `seed` feeds the kbuild generator, as in the simulator.
+/// The processes that play a task. `seed` feeds the kbuild generator, as in the simulator;
+/// `files` are the scenario's `[[file]]`s, which the run makes under `scratch` (live/tmpfs.rs).
 pub fn launches(
     index: usize,
     task: &TaskSpec,
+    files: &[FileSpec],
     bin: &Path,
     scratch: &Path,
     seed: u64,
@@ -63,7 +65,7 @@ pub fn launches(
             cwd: None,
             prints_records: true,
             argv: vec![program("ops_player"), name, path],
-            ops_file: Some((file, serialize(ops)?)),
+            ops_file: Some((file, serialize(ops, files, scratch)?)),
             barriers: ops
                 .iter()
                 .filter_map(|op| match op {
@@ -110,11 +112,55 @@ pub fn launches(
     )
 }
 
-/// The ops player's text for a program (format in kernel-bench/ops_player.c).
-pub fn serialize(ops: &[Op]) -> Result<String, String> {
+/// The ops player's text for a program (format in kernel-bench/ops_player.c): a `file ID PATH`
+/// line for each file the program uses (`files` are the scenario's, made under `scratch` by the
+/// run), then its operations.
+pub fn serialize(ops: &[Op], files: &[FileSpec], scratch: &Path) -> Result<String, String> {
+    let mut used = std::collections::BTreeSet::new();
+    files_used(ops, &mut used);
     let mut out = String::new();
+    for id in used {
+        let spec = files
+            .get(id as usize)
+            .ok_or_else(|| format!("an operation names file {id}, which the scenario lacks"))?;
+        let path = crate::live::tmpfs::file_path(scratch, spec).ok_or_else(|| {
+            format!(
+                "file {:?} is on the disk; kernel-run plays files on tmpfs only (fs = \"tmpfs\"), \
+                 having no disk file system of its own",
+                spec.name
+            )
+        })?;
+        let path = path.to_string_lossy();
+        if path.contains(char::is_whitespace) {
+            return Err(format!(
+                "the path of file {:?} ({path}) has white space, which the ops player's format \
+                 cannot carry (set TMPDIR to another directory)",
+                spec.name
+            ));
+        }
+        let _ = writeln!(out, "file {id} {path}");
+    }
     write_ops(&mut out, ops, false)?;
     Ok(out)
+}
+
+/// The ids of the files a program and the children it forks use.
+fn files_used(ops: &[Op], used: &mut std::collections::BTreeSet<u32>) {
+    for op in ops {
+        match op {
+            Op::MmapFile { file, .. } | Op::Fsync { file } => {
+                used.insert(*file);
+            }
+            Op::FileRead(r) => {
+                used.insert(r.file);
+            }
+            Op::FileWrite(w) => {
+                used.insert(w.file);
+            }
+            Op::Fork { child, .. } => files_used(child, used),
+            _ => {}
+        }
+    }
 }
 
 fn write_ops(out: &mut String, ops: &[Op], in_fork: bool) -> Result<(), String> {
@@ -123,6 +169,41 @@ fn write_ops(out: &mut String, ops: &[Op], in_fork: bool) -> Result<(), String> 
         // writing to a String cannot fail
         let _ = match op {
             Op::Mmap { region, size_bytes } => writeln!(out, "mmap {region} {size_bytes}"),
+            Op::MmapShared { region, size_bytes } => {
+                writeln!(out, "mmap_shared {region} {size_bytes}")
+            }
+            Op::MmapFile {
+                region,
+                file,
+                offset_bytes,
+                size_bytes,
+                shared,
+                write,
+                exec,
+            } => {
+                let sharing = if *shared { "shared" } else { "private" };
+                let prot = match (write, exec) {
+                    (false, false) => "r",
+                    (true, false) => "rw",
+                    (false, true) => "rx",
+                    (true, true) => "rwx",
+                };
+                writeln!(
+                    out,
+                    "mmap_file {region} {file} {offset_bytes} {size_bytes} {sharing} {prot}"
+                )
+            }
+            Op::FileRead(r) => writeln!(
+                out,
+                "read {} {} {} {}",
+                r.file, r.offset_bytes, r.len_bytes, r.buffer_bytes
+            ),
+            Op::FileWrite(w) => writeln!(
+                out,
+                "write {} {} {} {} {}",
+                w.file, w.offset_bytes, w.len_bytes, w.buffer_bytes, w.data
+            ),
+            Op::Fsync { file } => writeln!(out, "fsync {file}"),
             Op::Munmap { region } => writeln!(out, "munmap {region}"),
             Op::Madvise {
                 region,
@@ -273,7 +354,7 @@ ops = [
             panic!()
         };
         assert_eq!(
-            serialize(ops).unwrap(),
+            serialize(ops, &[], Path::new("/s")).unwrap(),
             "mmap a 2097152\n\
              madvise a pageout 4096 8192\n\
              touch a write sequential 0 0 - - 128 0\n\
@@ -284,14 +365,105 @@ ops = [
              barrier b\n\
              munmap a\n"
         );
-        let l = launches(0, &scenario.tasks[0], Path::new("/b"), Path::new("/s"), 1).unwrap();
+        let l = launches(
+            0,
+            &scenario.tasks[0],
+            &[],
+            Path::new("/b"),
+            Path::new("/s"),
+            1,
+        )
+        .unwrap();
         assert_eq!(l[0].argv, vec!["/b/ops_player", "t", "/s/t.ops"]);
         assert_eq!(l[0].barriers, vec!["b"]);
         let nested = [Op::Fork {
             name: "c".into(),
             child: vec![Op::Barrier { name: "x".into() }],
         }];
-        assert!(serialize(&nested).unwrap_err().contains("forked child"));
+        assert!(serialize(&nested, &[], Path::new("/s"))
+            .unwrap_err()
+            .contains("forked child"));
+    }
+
+    #[test]
+    fn shmem_and_file_ops_serialize_with_the_files_they_use() {
+        let scenario = Scenario::parse_str(
+            r#"
+name = "t"
+[machine]
+[[machine.node]]
+memory = "1G"
+cpus = 1
+[[file]]
+name = "unused"
+size = "4K"
+fs = "tmpfs"
+[[file]]
+name = "db"
+size = "8M"
+fs = "tmpfs"
+huge = "always"
+[[file]]
+name = "log"
+size = "1M"
+fs = "tmpfs"
+[[file]]
+name = "disk"
+size = "1M"
+[[task]]
+name = "t"
+ops = [
+  { op = "mmap", region = "shm", size = "4M", shared = true },
+  { op = "write", file = "db", offset = "4K", len = "64K", buffer = "16K", data = 100 },
+  { op = "mmap", region = "m", file = "db", offset = "2M", size = "1M", shared = true },
+  { op = "mmap", region = "ro", file = "db", prot = "r" },
+  { op = "mmap", region = "x", file = "db", prot = "rx", size = "4K" },
+  { op = "fork", name = "kid", ops = [ { op = "read", file = "log" }, { op = "fsync", file = "log" } ] },
+  { op = "read", file = "db", buffer = "1M" },
+]
+[[task]]
+name = "d"
+ops = [ { op = "read", file = "disk" } ]
+"#,
+            "t.toml",
+        )
+        .unwrap();
+        let Program::Ops(ops) = &scenario.tasks[0].program else {
+            panic!()
+        };
+        // files by their scenario index, each declared once, the unused one not at all
+        assert_eq!(
+            serialize(ops, &scenario.files, Path::new("/s")).unwrap(),
+            "file 1 /s/tmpfs-always/file-db\n\
+             file 2 /s/tmpfs-never/file-log\n\
+             mmap_shared shm 4194304\n\
+             write 1 4096 65536 16384 100\n\
+             mmap_file m 1 2097152 1048576 shared rw\n\
+             mmap_file ro 1 0 8388608 private r\n\
+             mmap_file x 1 0 4096 private rx\n\
+             fork kid\n\
+             read 2 0 1048576 1048576\n\
+             fsync 2\n\
+             end\n\
+             read 1 0 8388608 1048576\n"
+        );
+        // a file on the disk is refused, by name, with what is played instead
+        let err = launches(
+            1,
+            &scenario.tasks[1],
+            &scenario.files,
+            Path::new("/b"),
+            Path::new("/s"),
+            1,
+        )
+        .unwrap_err();
+        assert!(
+            err.contains("\"disk\" is on the disk") && err.contains("tmpfs"),
+            "{err}"
+        );
+        // the player's format splits on white space: such a path is refused, not mangled
+        let err = serialize(ops, &scenario.files, Path::new("/my tmp")).unwrap_err();
+        assert!(err.contains("white space"), "{err}");
     }
 
     #[test]
@@ -308,7 +480,11 @@ ops = [
             command: None,
         };
         let bin = Path::new("/b");
-        let argv = |p| launches(0, &task(p), bin, bin, 1).unwrap()[0].argv.clone();
+        let argv = |p| {
+            launches(0, &task(p), &[], bin, bin, 1).unwrap()[0]
+                .argv
+                .clone()
+        };
         assert_eq!(
             argv(Program::Generator(Box::new(ThpSwapAllocator {
                 aligned: true,
@@ -335,11 +511,13 @@ ops = [
         // A memory policy is not played live yet: refused rather than silently dropped.
         let mut t = task(Program::Ops(vec![Op::Exit]));
         t.mempolicy = foliosim::mm::mempolicy::Mempolicy::parse("bind:0", 1).unwrap();
-        assert!(launches(0, &t, bin, bin, 1)
+        assert!(launches(0, &t, &[], bin, bin, 1)
             .unwrap_err()
             .contains("mempolicy"));
         let policy_op = [Op::SetMempolicy { policy: None }];
-        assert!(serialize(&policy_op).unwrap_err().contains("cannot play"));
+        assert!(serialize(&policy_op, &[], Path::new("/s"))
+            .unwrap_err()
+            .contains("cannot play"));
     }
 
     #[test]
@@ -365,7 +543,7 @@ ops = [ { op = "mmap", region = "a", size = "4K" } ]
         )
         .unwrap();
         let bin = Path::new("/b");
-        let l = launches(0, &scenario.tasks[0], bin, bin, 1).unwrap();
+        let l = launches(0, &scenario.tasks[0], &[], bin, bin, 1).unwrap();
         assert_eq!(
             l,
             vec![Launch {
@@ -383,13 +561,13 @@ ops = [ { op = "mmap", region = "a", size = "4K" } ]
             }]
         );
         // the command, not the ops player, plays a task that has both
-        let l = launches(1, &scenario.tasks[1], bin, bin, 1).unwrap();
+        let l = launches(1, &scenario.tasks[1], &[], bin, bin, 1).unwrap();
         assert_eq!(l.len(), 1);
         assert_eq!(l[0].argv, vec!["/bin/true"]);
         assert_eq!(l[0].task, 1);
         assert_eq!(l[0].ops_file, None);
         // the kernel-bench programs print records and are named by their task
-        let ops = launches(0, &task_with_ops(), bin, bin, 1).unwrap();
+        let ops = launches(0, &task_with_ops(), &[], bin, bin, 1).unwrap();
         assert!(ops[0].prints_records);
         assert_eq!(ops[0].name, "x");
     }
@@ -410,7 +588,7 @@ ops = [ { op = "mmap", region = "a", size = "4K" } ]
         let mut t = task_with_ops();
         t.program = Program::LiveOnly;
         let bin = Path::new("/b");
-        assert!(launches(0, &t, bin, bin, 1)
+        assert!(launches(0, &t, &[], bin, bin, 1)
             .unwrap_err()
             .contains("command"));
     }

@@ -96,6 +96,46 @@ mod tests {
     }
 
     #[test]
+    fn shmem_knobs_are_written_and_planned_from_the_kernels_bracketed_value() {
+        let mut knobs = Knobs::default();
+        knobs
+            .set(&format!("{THP}/hugepages-64kB/shmem_enabled"), "always")
+            .unwrap();
+        let w: BTreeMap<String, String> = wanted(&knobs).into_iter().collect();
+        // the defaults are written too, so a kernel set otherwise is put at the simulator's
+        assert_eq!(w[&format!("{THP}/shmem_enabled")], "never");
+        assert_eq!(w[&format!("{THP}/hugepages-64kB/shmem_enabled")], "always");
+        assert_eq!(
+            w[&format!("{THP}/hugepages-2048kB/shmem_enabled")],
+            "inherit"
+        );
+        assert_eq!(w[&format!("{THP}/hugepages-16kB/shmem_enabled")], "never");
+        // as the kernel shows them: every value, the current one in brackets
+        let kernel = |p: &str| {
+            let raw = if p.ends_with("2048kB/shmem_enabled") {
+                "always [inherit] within_size advise never"
+            } else if p.ends_with("kB/shmem_enabled") {
+                "always inherit within_size advise [never]"
+            } else {
+                "always within_size advise [never] deny force"
+            };
+            Some(crate::live::sys::knob_value(raw))
+        };
+        let shmem: Vec<(String, String)> = w
+            .into_iter()
+            .filter(|(p, _)| p.ends_with("shmem_enabled"))
+            .collect();
+        assert_eq!(
+            plan(&shmem, kernel).unwrap(),
+            vec![Change {
+                path: format!("{THP}/hugepages-64kB/shmem_enabled"),
+                before: "never".into(),
+                value: "always".into()
+            }]
+        );
+    }
+
+    #[test]
     fn plan_writes_only_what_differs_and_remembers_the_old_value() {
         let kernel: BTreeMap<&str, &str> = [
             ("/a/enabled", "madvise"),

@@ -25,12 +25,13 @@ pub mod session;
 mod setup;
 pub mod signal;
 pub mod sys;
+pub mod tmpfs;
 pub mod zram;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-use foliosim::scenario::{Counters, RunSpec, SwapKind};
+use foliosim::scenario::{Counters, Op, Program, RunSpec, SwapKind};
 use foliosim::RunResult;
 use serde_json::{json, Map, Value};
 
@@ -91,6 +92,25 @@ pub(super) fn read_knob(path: &str) -> Option<String> {
 
 pub(super) fn kind_name(kind: SwapKind) -> String {
     format!("{kind:?}").to_lowercase()
+}
+
+/// The shmem levels a run with shmem reports (stats/report.rs does likewise).
+const SHMEM_LEVELS: [&str; 2] = ["nr_shmem", "nr_shmem_hugepages"];
+
+/// Whether a scenario has shmem: a tmpfs file, or shared anonymous memory in a task's ops.
+fn has_shmem(scenario: &foliosim::Scenario) -> bool {
+    fn maps_shared(ops: &[Op]) -> bool {
+        ops.iter().any(|op| match op {
+            Op::MmapShared { .. } => true,
+            Op::Fork { child, .. } => maps_shared(child),
+            _ => false,
+        })
+    }
+    scenario.files.iter().any(|f| f.tmpfs.is_some())
+        || scenario
+            .tasks
+            .iter()
+            .any(|t| matches!(&t.program, Program::Ops(ops) if maps_shared(ops)))
 }
 
 /// A live result and the notes on how it was made (devices, cgroups, knobs written).
@@ -156,10 +176,19 @@ fn run_in(
         .filter(|(_, _, r)| r.kind == "iteration")
         .map(|(_, _, r)| iteration_figures(r))
         .collect();
-    let vmstat: Counters = sys::delta(&before.vmstat, &after.vmstat)
+    let mut vmstat: Counters = sys::delta(&before.vmstat, &after.vmstat)
         .into_iter()
         .filter(|(k, _)| !sys::is_vmstat_level(k))
         .collect();
+    // the shmem the run leaves (its tmpfs files, still mounted), as the simulator reports it: a
+    // level at the end, here what it rose by over the run (the machine's own shmem is not ours)
+    if has_shmem(&spec.scenario) {
+        for level in SHMEM_LEVELS {
+            let level_of = |c: &Counters| c.get(level).copied().unwrap_or(0);
+            let rise = level_of(&after.vmstat).saturating_sub(level_of(&before.vmstat));
+            vmstat.insert(level.to_string(), rise);
+        }
+    }
     let empty = Counters::new();
     let mthp = after
         .mthp
@@ -197,7 +226,7 @@ fn run_in(
         .iter()
         .map(|c| (c.path.clone(), json!(c.value)))
         .collect();
-    let info = json!({
+    let mut info = json!({
         "kernel": host.release,
         "cpus": host.cpus,
         "memory_bytes": host.memory_bytes,
@@ -207,6 +236,9 @@ fn run_in(
         "knobs_written": knobs_written,
         "elapsed_ns": played.elapsed_ns,
     });
+    if !setup.tmpfs_info.is_empty() {
+        info["tmpfs"] = json!(setup.tmpfs_info);
+    }
     Ok(LiveRun {
         result: RunResult {
             profile: host.profile(),
@@ -229,4 +261,33 @@ fn run_in(
         },
         info,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use foliosim::Scenario;
+
+    fn scenario(files: &str, ops: &str) -> Scenario {
+        Scenario::parse_str(
+            &format!(
+                "name = \"t\"\n[machine]\n[[machine.node]]\nmemory = \"1G\"\ncpus = 1\n{files}\n\
+                 [[task]]\nname = \"t\"\nops = [{ops}]\n"
+            ),
+            "t.toml",
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn a_run_has_shmem_with_a_tmpfs_file_or_shared_anonymous_memory_anywhere() {
+        let disk = "[[file]]\nname = \"f\"\nsize = \"1M\"\n";
+        let tmpfs = "[[file]]\nname = \"f\"\nsize = \"1M\"\nfs = \"tmpfs\"\n";
+        let private = r#"{ op = "mmap", region = "a", size = "4K" }"#;
+        let shared_in_child = r#"{ op = "fork", name = "c", ops = [
+            { op = "mmap", region = "a", size = "4K", shared = true } ] }"#;
+        assert!(!has_shmem(&scenario(disk, private)));
+        assert!(has_shmem(&scenario(tmpfs, private)));
+        assert!(has_shmem(&scenario("", shared_in_child)));
+    }
 }

@@ -52,8 +52,15 @@ pub(super) fn play(
     let scenario = &spec.scenario;
     let mut launches = Vec::new();
     for (index, task) in scenario.tasks.iter().enumerate() {
-        for launch in bench::launches(index, task, &host.bin, &setup.scratch, spec.seed)
-            .map_err(|e| unsupported(format!("task {}: {e}", task.name)))?
+        for launch in bench::launches(
+            index,
+            task,
+            &scenario.files,
+            &host.bin,
+            &setup.scratch,
+            spec.seed,
+        )
+        .map_err(|e| unsupported(format!("task {}: {e}", task.name)))?
         {
             if let Some((file, text)) = &launch.ops_file {
                 std::fs::write(setup.scratch.join(file), text)

@@ -1,6 +1,6 @@
 //! The checks before a live run changes anything: root, no swap already active, a memory cgroup
-//! hierarchy, zram and the tools the runs need, each run's knobs and build options, programs
-//! the runner can play; then the kernel-bench programs are built.
+//! hierarchy, zram, tmpfs and the tools the runs need, each run's knobs and build options,
+//! programs the runner can play; then the kernel-bench programs are built.
 
 use std::path::PathBuf;
 
@@ -35,6 +35,7 @@ pub fn preflight(specs: &[RunSpec]) -> Result<Host, LiveError> {
     let (cpus, memory_bytes) = sys::machine();
     let mut need_zram = false;
     let mut need_ext4 = false;
+    let mut need_tmpfs = false;
     let thp_swap = sys::kernel_config(knobs::THP_SWAP_OPTION);
     for spec in specs {
         let run = spec.variant.as_deref().unwrap_or("(no variant)");
@@ -89,9 +90,17 @@ pub fn preflight(specs: &[RunSpec]) -> Result<Host, LiveError> {
             )));
         }
         need_ext4 |= plays_with_swap_files(spec.knobs.thp_swap, thp_swap);
+        need_tmpfs |= spec.scenario.files.iter().any(|f| f.tmpfs.is_some());
         for (index, task) in spec.scenario.tasks.iter().enumerate() {
-            bench::launches(index, task, &PathBuf::new(), &PathBuf::new(), spec.seed)
-                .map_err(|e| unsupported(format!("task {}: {e}", task.name)))?;
+            bench::launches(
+                index,
+                task,
+                &spec.scenario.files,
+                &PathBuf::new(),
+                &std::env::temp_dir(),
+                spec.seed,
+            )
+            .map_err(|e| unsupported(format!("task {}: {e}", task.name)))?;
         }
     }
     if need_zram {
@@ -110,6 +119,24 @@ pub fn preflight(specs: &[RunSpec]) -> Result<Host, LiveError> {
                         knobs::THP_SWAP_OPTION
                     )));
                 }
+            }
+        }
+    }
+    if need_tmpfs {
+        let filesystems = sys::read("/proc/filesystems").unwrap_or_default();
+        if !filesystems
+            .lines()
+            .any(|l| l.split_whitespace().last() == Some("tmpfs"))
+        {
+            return Err(unsupported(
+                "the scenario has tmpfs files and this kernel has no tmpfs (/proc/filesystems)",
+            ));
+        }
+        for tool in ["mount", "umount"] {
+            if sys::find_program(tool).is_none() {
+                return Err(unsupported(format!(
+                    "{tool} not found: the run mounts a tmpfs for the scenario's tmpfs files"
+                )));
             }
         }
     }

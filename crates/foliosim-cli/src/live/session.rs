@@ -1,6 +1,6 @@
 //! Everything a live run changes, recorded before it is changed, and undone in reverse order:
 //! knob writes, zram devices, file systems on them, swap areas, cgroups, the run's scratch
-//! directory. `cleanup` is the
+//! directory, tmpfs mounts and the files on them. `cleanup` is the
 //! explicit path (it reports what it could not undo); dropping a session that was not cleaned up
 //! (an early return, a panic) cleans up too.
 
@@ -21,6 +21,8 @@ enum Undo {
     Swapon(String),
     Cgroup(Hierarchy, PathBuf),
     Dir(PathBuf),
+    /// A file the run created (on one of its tmpfs mounts).
+    File(PathBuf),
 }
 
 #[derive(Default)]
@@ -101,6 +103,29 @@ impl Session {
         Ok(())
     }
 
+    /// A tmpfs mounted on a new directory, with its files created as holes.
+    pub fn add_tmpfs(&mut self, mount: &super::tmpfs::Mount) -> Result<(), String> {
+        std::fs::create_dir(&mount.dir)
+            .map_err(|e| format!("cannot create {}: {e}", mount.dir.display()))?;
+        self.undo.push(Undo::Mount(mount.dir.clone()));
+        zram::run(
+            "mount",
+            &[
+                "-t",
+                "tmpfs",
+                "-o",
+                &mount.options(),
+                "nodev",
+                &mount.dir.to_string_lossy(),
+            ],
+        )?;
+        for (_, path, size_bytes) in &mount.files {
+            self.undo.push(Undo::File(path.clone()));
+            super::tmpfs::create_hole(path, *size_bytes)?;
+        }
+        Ok(())
+    }
+
     /// Undoes everything, newest first, carrying on past failures; returns what could not be
     /// undone. Restored knobs are read back.
     pub fn cleanup(&mut self) -> Result<(), Vec<String>> {
@@ -115,6 +140,12 @@ impl Session {
                 Undo::Dir(dir) => match std::fs::remove_dir_all(dir) {
                     Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
                         Err(format!("cannot remove {}: {e}", dir.display()))
+                    }
+                    _ => Ok(()),
+                },
+                Undo::File(path) => match std::fs::remove_file(path) {
+                    Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                        Err(format!("cannot remove {}: {e}", path.display()))
                     }
                     _ => Ok(()),
                 },

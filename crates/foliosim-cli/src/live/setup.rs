@@ -1,6 +1,6 @@
 //! What a live run makes before its programs start: knob writes, zram swap devices (or swap
-//! files on ext4 on zram), memory cgroups and a scratch directory, each recorded in the session
-//! before it is made so that cleanup undoes it.
+//! files on ext4 on zram), memory cgroups, a scratch directory and the tmpfs mounts and files
+//! under it, each recorded in the session before it is made so that cleanup undoes it.
 
 use std::path::PathBuf;
 
@@ -9,8 +9,8 @@ use serde_json::{json, Value};
 
 use super::session::Session;
 use super::{
-    check_signal, kind_name, knobs, plays_with_swap_files, read_knob, unsupported, zram, Host,
-    LiveError,
+    check_signal, kind_name, knobs, plays_with_swap_files, read_knob, tmpfs, unsupported, zram,
+    Host, LiveError,
 };
 
 /// What a run made before its programs start.
@@ -24,6 +24,8 @@ pub(super) struct Setup {
     /// For tasks that name no cgroup.
     pub(super) default_group: Option<PathBuf>,
     pub(super) scratch: PathBuf,
+    /// The tmpfs mounts and the notes on each.
+    pub(super) tmpfs_info: Vec<Value>,
 }
 
 impl Setup {
@@ -44,7 +46,8 @@ impl Setup {
 }
 
 /// Knobs, then swap devices and cgroups (made under the run's settings), then the scratch
-/// directory; each recorded in the session before it is made. Every change is printed on
+/// directory and the tmpfs mounts in it (made last, so that cleanup unmounts them before swapoff
+/// and before the cgroups go); each recorded in the session before it is made. Every change is printed on
 /// stderr as it is made: the record to undo it by hand after a SIGKILL.
 pub(super) fn set_up(
     host: &Host,
@@ -137,6 +140,23 @@ pub(super) fn set_up(
     };
     let scratch = std::env::temp_dir().join(&prefix);
     session.add_dir(&scratch).map_err(failed)?;
+    let mut tmpfs_info = Vec::new();
+    for mount in tmpfs::plan(&spec.scenario.files, &scratch) {
+        check_signal()?;
+        session
+            .add_tmpfs(&mount)
+            .map_err(|e| failed(format!("tmpfs huge={}: {e}", mount.huge.name())))?;
+        eprintln!("  tmpfs {}: {}", mount.options(), mount.dir.display());
+        tmpfs_info.push(json!({
+            "dir": mount.dir.display().to_string(),
+            "options": mount.options(),
+            "files": mount.files.iter().map(|(id, path, size)| json!({
+                "name": spec.scenario.files[*id].name,
+                "path": path.display().to_string(),
+                "size_bytes": size,
+            })).collect::<Vec<_>>(),
+        }));
+    }
     Ok(Setup {
         changes,
         devices,
@@ -144,5 +164,6 @@ pub(super) fn set_up(
         cgroups,
         default_group,
         scratch,
+        tmpfs_info,
     })
 }

@@ -111,7 +111,8 @@ pub fn configure(z: &Zram, size_bytes: u64) -> Result<String, String> {
     ))
 }
 
-fn run(program: &str, args: &[&str]) -> Result<(), String> {
+/// Runs a program to completion; Err with its stderr when it fails.
+pub(super) fn run(program: &str, args: &[&str]) -> Result<(), String> {
     let path = find_program(program).ok_or_else(|| format!("{program} not found"))?;
     let out = Command::new(&path)
         .args(args)
