@@ -113,9 +113,9 @@ pub fn notes(scenario: &Scenario, host: &live::Host, runs: &[LiveRun]) -> String
     if live::sys::zswap_was_enabled() {
         text.push_str(
             "live: zswap has been enabled since boot (\"zswap: loaded\" in the kernel log): from \
-             then on this kernel swaps in no large folio (do_swap_page falls back to order 0 once \
-             zswap was ever enabled), so mTHP swpin rows, and the fragmentation order-0 \
-             swap-ins leave, differ from a fresh boot's\n",
+             then on this kernel swaps in no large folio (do_swap_page and shmem fall back to \
+             order 0 once zswap was ever enabled); validate plays the same in the simulator \
+             (zswap_enabled_since_boot = 1), kernel-run's figures differ from a fresh boot's\n",
         );
     }
     if live::sys::virtio_balloon() {

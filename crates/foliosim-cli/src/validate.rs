@@ -409,6 +409,12 @@ pub fn validate(validate_args: &ValidateArgs) -> Result<(), Failure> {
             spec.knobs.memory_cgroup_v1 = true;
         }
     }
+    // and its zswap history: once zswap was on, no large folio is swapped in until reboot
+    if crate::live::sys::zswap_was_enabled() {
+        for spec in &mut specs {
+            spec.knobs.zswap_enabled_since_boot = true;
+        }
+    }
     let sim_runs = run_all(&scenario, &specs)?;
     // the live kernel varies from run to run: each repetition plays every variant once
     let mut repetitions = Vec::new();

@@ -1,7 +1,9 @@
 //! MADV_COLD and MADV_PAGEOUT on anonymous memory.
 //!
 //! Models mm/madvise.c madvise_cold_or_pageout_pte_range (v6.9–v6.18): only folios this mm maps
-//! exclusively; their young bits are cleared; COLD moves them to the inactive list, PAGEOUT
+//! exclusively; their young bits and PG_referenced are cleared, and an active one is marked
+//! PG_workingset; COLD moves active ones to the inactive list (lru_deactivate, which leaves
+//! inactive ones where they are and counts pgdeactivate for the moved ones only), PAGEOUT
 //! isolates them and reclaims them at once without looking at references (reclaim_pages). A
 //! large folio is split first unless it lies wholly in the range and is PMD-mapped (all
 //! generations) or, from v6.10, PTE-mapped. Left out: page-cache folios (skipped; the kernel
@@ -63,15 +65,20 @@ impl Kernel {
             {
                 *p &= !pt::YOUNG;
             }
-            if self.mem.test(folio, pg::LRU) {
+            self.mem.clear(folio, pg::REFERENCED);
+            let active = self.mem.test(folio, pg::ACTIVE);
+            if active {
+                self.mem.set(folio, pg::WORKINGSET);
+            }
+            if self.mem.test(folio, pg::LRU) && pageout {
                 self.lruvec_del_folio(folio);
-                if pageout {
-                    list.push(folio);
-                } else {
-                    self.mem.clear(folio, pg::ACTIVE | pg::REFERENCED);
-                    self.stat.count(super::vmstat::Vm::Pgdeactivate, nr as u64);
-                    self.folio_add_lru(folio);
-                }
+                list.push(folio);
+            } else if self.mem.test(folio, pg::LRU) && active {
+                // lru_deactivate: to the head of the inactive list
+                self.lruvec_del_folio(folio);
+                self.mem.clear(folio, pg::ACTIVE);
+                self.stat.count(super::vmstat::Vm::Pgdeactivate, nr as u64);
+                self.folio_add_lru(folio);
             }
             i = first + nr;
         }

@@ -12,6 +12,15 @@
 //! unlimited, never stocked). Left out: drain_all_stock runs every CPU's drain at once (the kernel
 //! queues work on the other CPUs), memory.high/low/min protection, swap.max, kmem and object
 //! stocks, and hierarchy beyond one level.
+//!
+//! Statistics (v6.8+ rstat with flush thresholds): what reclaim and refault detection read of a
+//! memcg's lruvec (lruvec_page_state: the LRU sizes and the workingset activations) is the state
+//! as of the last flush, hierarchical; flush_memcg_stats_dwork flushes every FLUSH_TIME (2 s) and
+//! the ratelimited flush in reclaim and workingset_refault only when it is a whole period late,
+//! so those decisions see numbers up to 2 s old. The flusher's phase against the workload is
+//! drawn from the seed (live it depends on when the cgroup was made). Left out: flushes by
+//! readers of memory.stat and the flush-on-threshold of other callers; the flush is taken at the
+//! first read after it is due rather than at its exact time.
 
 use super::folio::FolioId;
 use super::memory::Gfp;
@@ -21,6 +30,23 @@ use super::Kernel;
 use crate::scenario::RunSpec;
 
 const PAGE_ALLOC_COSTLY_ORDER: u32 = 3;
+/// FLUSH_TIME: the period of the memcg statistics flusher.
+pub const FLUSH_TIME_NS: u64 = 2_000_000_000;
+
+/// When the statistics flusher first runs after boot: a phase in [0, FLUSH_TIME) drawn from the
+/// run's seed by a generator of its own (the run's random stream is not disturbed).
+pub fn first_stats_flush_ns(seed: u64) -> u64 {
+    crate::sim::rng::Rng::new(seed ^ 0x6d65_6d63_675f_7374).below(FLUSH_TIME_NS)
+}
+
+/// A lruvec's statistics as of the last flush (lruvec_page_state), hierarchical.
+#[derive(Clone, Debug, Default)]
+pub struct LruvecStats {
+    /// NR_INACTIVE_ANON .. NR_ACTIVE_FILE, by `Lru`.
+    pub lru: [u64; super::vmscan::NR_LRU_LISTS],
+    /// WORKINGSET_ACTIVATE_ANON / _FILE.
+    pub workingset_activate: [u64; 2],
+}
 /// Pages one page-counter charge takes at once for the stock (64 since v6.1).
 pub const MEMCG_CHARGE_BATCH: u64 = 64;
 /// Memcgs one CPU's stock holds from v6.16.
@@ -105,6 +131,27 @@ pub fn build_stocks(spec: &RunSpec, nr_cpus: usize) -> Vec<MemcgStock> {
 }
 
 impl Kernel {
+    /// mem_cgroup_flush_stats_ratelimited as reclaim and refault detection call it: the
+    /// periodic flusher has run (each due flush is taken here, at the first read after it).
+    pub fn memcg_stats_flush_due(&mut self) {
+        if self.clock_ns < self.memcg_stats_next_flush_ns {
+            return;
+        }
+        while self.memcg_stats_next_flush_ns <= self.clock_ns {
+            self.memcg_stats_next_flush_ns += FLUSH_TIME_NS;
+        }
+        use super::vmscan::Lru;
+        for lv in 0..self.lruvecs.len() {
+            let lru = [Lru::InactiveAnon, Lru::ActiveAnon, Lru::InactiveFile, Lru::ActiveFile]
+                .map(|l| self.lru_size_hier(lv, l));
+            let workingset_activate = self.lruvecs[lv].workingset.activate;
+            self.lruvecs[lv].flushed = LruvecStats {
+                lru,
+                workingset_activate,
+            };
+        }
+    }
+
     /// mem_cgroup_charge: Err when the charge failed (the caller falls back or fails the fault).
     pub fn mem_cgroup_charge(&mut self, folio: FolioId, memcg: u16, gfp: Gfp) -> Result<(), ()> {
         let nr = self.mem.nr_pages(folio) as u64;

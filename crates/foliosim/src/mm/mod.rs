@@ -132,6 +132,8 @@ pub struct Kernel {
     pub wb: page_writeback::BdiWriteback,
     /// The zswap pool in front of the swap devices.
     pub zswap: zswap::Zswap,
+    /// When the periodic memcg statistics flush is due next (memcontrol.rs).
+    pub memcg_stats_next_flush_ns: u64,
 }
 
 impl Kernel {
@@ -203,7 +205,11 @@ impl Kernel {
             .map(|_| tlb::CpuTlb::new(hw.dtlb_entries as usize))
             .collect();
 
-        let zswap = zswap::Zswap::new(spec.knobs.zswap_enabled, memcgs.len());
+        // zswap_never_enabled() is false once zswap was on, now or at any time since boot
+        let zswap = zswap::Zswap::new(
+            spec.knobs.zswap_enabled || spec.knobs.zswap_enabled_since_boot,
+            memcgs.len(),
+        );
         let mut k = Kernel {
             spec: spec.clone(),
             hw,
@@ -240,6 +246,7 @@ impl Kernel {
             files: Vec::new(),
             wb: Default::default(),
             zswap,
+            memcg_stats_next_flush_ns: memcontrol::first_stats_flush_ns(spec.seed),
             zram_pages: Vec::new(),
             zeromap: Vec::new(),
             deferred_split_queue: std::collections::VecDeque::new(),

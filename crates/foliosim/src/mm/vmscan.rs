@@ -75,6 +75,8 @@ pub struct Lruvec {
     pub file_cost: u64,
     /// Refault detection's age and activations (mm/workingset.rs).
     pub workingset: super::workingset::LruvecWorkingset,
+    /// The statistics reclaim decisions read, as last flushed (mm/memcontrol.rs).
+    pub flushed: super::memcontrol::LruvecStats,
 }
 
 pub struct ScanControl {
@@ -316,7 +318,7 @@ impl Kernel {
         let node = lv % self.nodes.len();
         let target = if sc.cgroup_reclaim { lv } else { node };
         let swappiness = self.spec.knobs.swappiness as u64;
-        let may_deactivate_anon = self.inactive_is_low_hier(target, false);
+        let may_deactivate_anon = self.inactive_is_low_flushed(target, false);
         let file_is_tiny = !sc.cgroup_reclaim && {
             let file = self.lru_size_hier(node, Lru::InactiveFile)
                 + self.lru_size_hier(node, Lru::ActiveFile);
@@ -326,7 +328,7 @@ impl Kernel {
                 && self.lru_size_hier(node, Lru::InactiveAnon) >> sc.priority > 0
         };
         let cache_trim_mode = self.lru_size_hier(target, Lru::InactiveFile) >> sc.priority > 0
-            && !self.inactive_is_low_hier(target, true);
+            && !self.inactive_is_low_flushed(target, true);
         // Each kind scans fraction / denominator of its lists' `size >> priority`.
         let (fraction, denominator) = if !anon || (sc.cgroup_reclaim && swappiness == 0) {
             ([0, 1], 1) // SCAN_FILE
@@ -357,18 +359,13 @@ impl Kernel {
         nr
     }
 
-    /// inactive_is_low on a lruvec's hierarchical sizes.
-    fn inactive_is_low_hier(&self, lv: usize, file: bool) -> bool {
-        let inactive = self.lru_size_hier(lv, lru_of(file, false));
-        let active = self.lru_size_hier(lv, lru_of(file, true));
-        inactive_is_low(inactive, active)
-    }
-
-    /// inactive_is_low: the inactive list is smaller than active / sqrt(10 * size in GiB).
-    fn inactive_is_low(&self, lv: usize, file: bool) -> bool {
+    /// inactive_is_low as the kernel evaluates it: on the lruvec's hierarchical statistics as
+    /// last flushed (lruvec_page_state, mm/memcontrol.rs).
+    fn inactive_is_low_flushed(&self, lv: usize, file: bool) -> bool {
+        let s = &self.lruvecs[lv].flushed.lru;
         inactive_is_low(
-            self.lru_size(lv, lru_of(file, false)),
-            self.lru_size(lv, lru_of(file, true)),
+            s[lru_of(file, false) as usize],
+            s[lru_of(file, true) as usize],
         )
     }
 }
@@ -419,11 +416,12 @@ impl Kernel {
         }
         let node = (lv % self.nodes.len()) as u32;
         let anon = self.can_reclaim_anon_pages(node, sc);
-        // prepare_scan_control: refault activations the reclaim target saw since its last
-        // reclaim force deactivation too.
+        // prepare_scan_control: the target's flushed statistics decide; refault activations it
+        // saw since its last reclaim force deactivation too.
+        self.memcg_stats_flush_due();
         let target = if sc.cgroup_reclaim { lv } else { node as usize };
         let may_deactivate = [false, true].map(|file| {
-            self.inactive_is_low(lv, file) || self.refaults_since_snapshot(target, file)
+            self.inactive_is_low_flushed(target, file) || self.refaults_since_snapshot(target, file)
         });
         // Per list kind (anon, file): inactive and active pages to scan.
         let mut nr = self.get_scan_count(lv, sc, anon);
@@ -448,7 +446,7 @@ impl Kernel {
             }
         }
         for file in [false, true] {
-            if (file || anon) && self.inactive_is_low(lv, file) {
+            if (file || anon) && self.inactive_is_low_flushed(lv, file) {
                 self.shrink_active_list(lv, file, SWAP_CLUSTER_MAX, sc);
             }
         }

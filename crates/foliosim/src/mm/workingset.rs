@@ -114,7 +114,8 @@ impl Kernel {
         let lv = self.lruvec_index(memcg, node);
         let refault = self.lruvecs[lv].workingset.nonresident_age;
         let refault_distance = refault.wrapping_sub(eviction) & EVICTION_MASK;
-        let size = |lru| self.lru_size_hier(lv, lru);
+        // lruvec_page_state: the statistics as last flushed (mm/memcontrol.rs)
+        let size = |lru: Lru| self.lruvecs[lv].flushed.lru[lru as usize];
         let mut workingset_size = size(Lru::ActiveFile);
         if !file {
             workingset_size += size(Lru::InactiveFile);
@@ -154,6 +155,7 @@ impl Kernel {
             k.memcgs[memcg].count(cg, nr);
         };
         count(self, refault);
+        self.memcg_stats_flush_due();
         let (recent, workingset) = self.workingset_test_recent(shadow, file);
         if !recent {
             return;
@@ -180,14 +182,14 @@ impl Kernel {
     /// prepare_scan_control's test: did the reclaim target see refault activations of this kind
     /// since its last reclaim ended? Then its active list is deactivated, however long.
     pub fn refaults_since_snapshot(&self, target_lv: usize, file: bool) -> bool {
-        let ws = &self.lruvecs[target_lv].workingset;
-        ws.activate[file as usize] != ws.refaults_snapshot[file as usize]
+        let v = &self.lruvecs[target_lv];
+        v.flushed.workingset_activate[file as usize] != v.workingset.refaults_snapshot[file as usize]
     }
 
     /// snapshot_refaults: the end of a reclaim of `target_lv`.
     pub fn snapshot_refaults(&mut self, target_lv: usize) {
-        let ws = &mut self.lruvecs[target_lv].workingset;
-        ws.refaults_snapshot = ws.activate;
+        let v = &mut self.lruvecs[target_lv];
+        v.workingset.refaults_snapshot = v.flushed.workingset_activate;
     }
 
     /// The page-cache insertion of `folio` at `index..index + nr`: the shadows it replaces go,

@@ -181,6 +181,10 @@ pub struct Knobs {
     /// hierarchy, where zswap charges nothing to memcgs and memory.zswap.* do not exist.
     /// `foliosim validate` sets it from the host.
     pub memory_cgroup_v1: bool,
+    /// zswap_enabled_since_boot (a boot-time property, default 0): zswap was enabled at some
+    /// time since boot, so zswap_never_enabled() is false even with zswap off now, and large
+    /// folios are swapped in page by page (v6.12+). `foliosim validate` sets it from the host.
+    pub zswap_enabled_since_boot: bool,
 }
 
 /// The zswap compressors the model has costs and compressed sizes for (those of the zram
@@ -209,6 +213,7 @@ const ZSWAP_ACCEPT: &str = "/sys/module/zswap/parameters/accept_threshold_percen
 const ZSWAP_SHRINKER: &str = "/sys/module/zswap/parameters/shrinker_enabled";
 /// The knob naming the host's cgroup version (not a file: never written live).
 pub const MEMORY_CGROUP_V1: &str = "memory_cgroup_v1";
+pub const ZSWAP_ENABLED_SINCE_BOOT: &str = "zswap_enabled_since_boot";
 
 /// A kernel bool parameter (param_set_bool: y/Y/1 or n/N/0).
 fn parse_param_bool(value: &str) -> Option<bool> {
@@ -270,6 +275,7 @@ impl Default for Knobs {
             zswap_accept_threshold_percent: 90,
             zswap_shrinker_enabled: false,
             memory_cgroup_v1: false,
+            zswap_enabled_since_boot: false,
         }
     }
 }
@@ -411,6 +417,10 @@ const SCALAR_KNOBS: &[KnobInfo] = &[
     KnobInfo {
         path: ZSWAP_SHRINKER,
         values: "Y|N",
+    },
+    KnobInfo {
+        path: ZSWAP_ENABLED_SINCE_BOOT,
+        values: "0|1 (a boot-time property: 1 = zswap was on at some time since boot, so large folios are swapped in page by page)",
     },
     KnobInfo {
         path: MEMORY_CGROUP_V1,
@@ -773,6 +783,13 @@ impl Knobs {
                     _ => return Err(bad()),
                 };
             }
+            ZSWAP_ENABLED_SINCE_BOOT => {
+                self.zswap_enabled_since_boot = match value.trim() {
+                    "1" => true,
+                    "0" => false,
+                    _ => return Err(bad()),
+                };
+            }
             "CONFIG_THP_SWAP" => {
                 self.thp_swap = match value.trim() {
                     "y" => true,
@@ -838,6 +855,7 @@ impl Knobs {
             ZSWAP_ACCEPT => self.zswap_accept_threshold_percent.to_string(),
             ZSWAP_SHRINKER => param_bool_name(self.zswap_shrinker_enabled).to_string(),
             MEMORY_CGROUP_V1 => (self.memory_cgroup_v1 as u8).to_string(),
+            ZSWAP_ENABLED_SINCE_BOOT => (self.zswap_enabled_since_boot as u8).to_string(),
             _ => return None,
         };
         Some(value)
