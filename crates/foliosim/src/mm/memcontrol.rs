@@ -140,10 +140,21 @@ impl Kernel {
         while self.memcg_stats_next_flush_ns <= self.clock_ns {
             self.memcg_stats_next_flush_ns += FLUSH_TIME_NS;
         }
+        self.memcg_stats_flush();
+    }
+
+    /// The flush (cgroup_rstat_flush of the whole tree): each lruvec's statistics as they are
+    /// now.
+    pub fn memcg_stats_flush(&mut self) {
         use super::vmscan::Lru;
         for lv in 0..self.lruvecs.len() {
-            let lru = [Lru::InactiveAnon, Lru::ActiveAnon, Lru::InactiveFile, Lru::ActiveFile]
-                .map(|l| self.lru_size_hier(lv, l));
+            let lru = [
+                Lru::InactiveAnon,
+                Lru::ActiveAnon,
+                Lru::InactiveFile,
+                Lru::ActiveFile,
+            ]
+            .map(|l| self.lru_size_hier(lv, l));
             let workingset_activate = self.lruvecs[lv].workingset.activate;
             self.lruvecs[lv].flushed = LruvecStats {
                 lru,

@@ -29,7 +29,7 @@ use super::memory::{Gfp, Killed};
 use super::vma::{HPAGE_PMD_NR, VM_HUGEPAGE, VM_NOHUGEPAGE, VM_SHARED, VM_WRITE};
 use super::vmstat::{Memcg, Mthp, Vm};
 use super::{Kernel, TimeKind, PAGE_SIZE};
-use crate::scenario::knobs::{MthpShmem, ShmemHuge, ANON_ORDERS, PMD_ORDER};
+use crate::scenario::knobs::{MthpShmem, ShmemHuge, PMD_ORDER, SHMEM_ORDERS};
 
 /// No swap entry at this index (`File::shmem` swap entries).
 const NO_SWAP: u32 = u32::MAX;
@@ -146,7 +146,7 @@ impl Kernel {
 
     /// The orders whose per-size shmem_enabled knob holds `value`.
     fn mthp_shmem_orders(&self, value: MthpShmem) -> u32 {
-        ANON_ORDERS
+        SHMEM_ORDERS
             .filter(|&o| self.spec.knobs.mthp_shmem_enabled[o] == value)
             .fold(0, |m, o| m | 1 << o)
     }

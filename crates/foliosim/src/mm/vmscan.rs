@@ -968,10 +968,12 @@ ops = [{ op = "sleep", time = "1ms" }]
         k
     }
 
+    /// The lists' sizes, flushed to the statistics that reclaim reads.
     fn set_sizes(k: &mut Kernel, lv: usize, sizes: [u64; NR_LRU_LISTS]) {
         for (list, n) in k.lruvecs[lv].lists.iter_mut().zip(sizes) {
             list.nr_pages = n;
         }
+        k.memcg_stats_flush();
     }
 
     fn limit_reclaim(priority: u32) -> ScanControl {
@@ -979,6 +981,33 @@ ops = [{ op = "sleep", time = "1ms" }]
         sc.cgroup_reclaim = true;
         sc.priority = priority;
         sc
+    }
+
+    #[test]
+    fn reclaim_reads_the_list_sizes_as_flushed_every_two_seconds() {
+        let mut k = boot(60);
+        let lv = k.lruvec_index(1, 0);
+        for (list, n) in k.lruvecs[lv].lists.iter_mut().zip([0, 1000, 0, 0]) {
+            list.nr_pages = n;
+        }
+        assert!(!k.inactive_is_low_flushed(lv, false), "nothing flushed yet");
+        let due = k.memcg_stats_next_flush_ns;
+        assert!(
+            due < crate::mm::memcontrol::FLUSH_TIME_NS,
+            "the first flush within a period"
+        );
+        k.clock_ns = due - 1;
+        k.memcg_stats_flush_due();
+        assert!(!k.inactive_is_low_flushed(lv, false));
+        k.clock_ns = due;
+        k.memcg_stats_flush_due();
+        assert!(k.inactive_is_low_flushed(lv, false), "flushed when due");
+        assert_eq!(
+            k.memcg_stats_next_flush_ns,
+            due + crate::mm::memcontrol::FLUSH_TIME_NS
+        );
+        // a hierarchical figure: the root's lruvec counts its cgroups' pages
+        assert!(k.inactive_is_low_flushed(k.lruvec_index(0, 0), false));
     }
 
     #[test]

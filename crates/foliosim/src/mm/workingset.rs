@@ -183,7 +183,8 @@ impl Kernel {
     /// since its last reclaim ended? Then its active list is deactivated, however long.
     pub fn refaults_since_snapshot(&self, target_lv: usize, file: bool) -> bool {
         let v = &self.lruvecs[target_lv];
-        v.flushed.workingset_activate[file as usize] != v.workingset.refaults_snapshot[file as usize]
+        v.flushed.workingset_activate[file as usize]
+            != v.workingset.refaults_snapshot[file as usize]
     }
 
     /// snapshot_refaults: the end of a reclaim of `target_lv`.
@@ -329,13 +330,24 @@ ops = [{ op = "sleep", time = "1ms" }]
         // above) is inside the workingset: it comes back active, and the age moves on.
         let busy = populate(&mut k, mm, 40);
         activate(&mut k, mm, busy..busy + 40);
+        // once the statistics are flushed (refault detection reads them as last flushed)
         k.touch(mm, start + 1, false, 0).unwrap();
-        assert_eq!(k.stat.get(Vm::WorkingsetRefaultAnon), 2);
+        assert_eq!(
+            k.stat.get(Vm::WorkingsetActivateAnon),
+            0,
+            "stale statistics"
+        );
+        k.memcg_stats_flush();
+        k.touch(mm, start + 2, false, 0).unwrap();
+        assert_eq!(k.stat.get(Vm::WorkingsetRefaultAnon), 3);
         assert_eq!(k.stat.get(Vm::WorkingsetActivateAnon), 1);
         assert_eq!(k.stat.get(Vm::WorkingsetRestoreAnon), 0);
-        assert!(k.mem.test(folio_at(&k, mm, start + 1), pg::ACTIVE));
+        assert!(k.mem.test(folio_at(&k, mm, start + 2), pg::ACTIVE));
         assert_eq!(k.lruvecs[root].workingset.nonresident_age, 42);
-        // Reclaim of the root now deactivates anon whatever the list sizes say, once.
+        // Reclaim of the root now deactivates anon whatever the list sizes say, once, from
+        // when the activation shows in the flushed statistics.
+        assert!(!k.refaults_since_snapshot(root, false));
+        k.memcg_stats_flush();
         assert!(k.refaults_since_snapshot(root, false));
         assert!(!k.refaults_since_snapshot(root, true));
         k.snapshot_refaults(root);
@@ -349,6 +361,7 @@ ops = [{ op = "sleep", time = "1ms" }]
         let start = populate(&mut k, mm, 8);
         // a workingset of 7 active pages: a distance of 1 is recent
         activate(&mut k, mm, start + 1..start + 8);
+        k.memcg_stats_flush();
         let f = folio_at(&k, mm, start);
         k.mem.set(f, pg::WORKINGSET);
         evict(&mut k, mm, start..start + 1);
@@ -394,6 +407,7 @@ ops = [{ op = "sleep", time = "1ms" }]
             k.mem.set(f, pg::ACTIVE);
             k.folio_add_lru(f);
         }
+        k.memcg_stats_flush();
         let mut list: Vec<FolioId> = (0..2).map(|i| k.files[file as usize].cache[i]).collect();
         for &f in &list {
             k.lruvec_del_folio(f);

@@ -97,6 +97,8 @@ impl MthpShmem {
 pub const PMD_ORDER: usize = 9;
 /// Anonymous mTHP orders that have a `hugepages-<size>kB` directory (order 1 is not allowed for anon).
 pub const ANON_ORDERS: std::ops::RangeInclusive<usize> = 2..=PMD_ORDER;
+/// File and shmem large-folio orders with a `hugepages-<size>kB` directory: 8 KiB too.
+pub const SHMEM_ORDERS: std::ops::RangeInclusive<usize> = 1..=PMD_ORDER;
 
 #[derive(Clone, Debug, PartialEq)]
 pub struct Knobs {
@@ -287,8 +289,9 @@ pub fn order_size_name(order: usize) -> String {
 
 const THP_DIR: &str = "/sys/kernel/mm/transparent_hugepage";
 
-/// Sizes in kB of the `hugepages-<N>kB` directories, smallest first (order = log2(N / 4)).
-pub const MTHP_SIZES_KB: [u64; 8] = [16, 32, 64, 128, 256, 512, 1024, 2048];
+/// Sizes in kB of the `hugepages-<N>kB` directories, smallest first (order = log2(N / 4)); 8 KiB
+/// has shmem_enabled only.
+pub const MTHP_SIZES_KB: [u64; 9] = [8, 16, 32, 64, 128, 256, 512, 1024, 2048];
 
 /// One entry of the knob table: the path, the values it accepts (for messages and `list`).
 struct KnobInfo {
@@ -460,12 +463,12 @@ const SHMEM_ENABLED: &str = "/sys/kernel/mm/transparent_hugepage/shmem_enabled";
 
 /// The order of a `hugepages-<N>kB/enabled` path, if it is one of the supported sizes.
 fn mthp_order_of_path(path: &str) -> Option<usize> {
-    mthp_order_of_file(path, "enabled")
+    mthp_order_of_file(path, "enabled").filter(|o| ANON_ORDERS.contains(o))
 }
 
 /// The order of a `hugepages-<N>kB/shmem_enabled` path, if it is one of the supported sizes.
 fn mthp_shmem_order_of_path(path: &str) -> Option<usize> {
-    mthp_order_of_file(path, "shmem_enabled")
+    mthp_order_of_file(path, "shmem_enabled").filter(|o| SHMEM_ORDERS.contains(o))
 }
 
 fn mthp_order_of_file(path: &str, file: &str) -> Option<usize> {
@@ -505,7 +508,7 @@ pub fn knob_paths() -> Vec<String> {
     // then shmem's: the top-level knob and the per-size ones
     let at = at + ANON_ORDERS.count();
     paths.insert(at, SHMEM_ENABLED.to_string());
-    for (i, order) in ANON_ORDERS.enumerate() {
+    for (i, order) in SHMEM_ORDERS.enumerate() {
         paths.insert(at + 1 + i, mthp_shmem_enabled_path(order));
     }
     paths

@@ -6,7 +6,7 @@ use crate::mm::vmstat::{
     Vm, MEMCG_NAMES, MTHP_NAMES, SHMEM_MTHP, SHMEM_VM, VM_NAMES, ZSWAP_MEMCG, ZSWAP_MTHP, ZSWAP_VM,
 };
 use crate::mm::Kernel;
-use crate::scenario::knobs::{order_size_name, ANON_ORDERS};
+use crate::scenario::knobs::{order_size_name, ANON_ORDERS, SHMEM_ORDERS};
 use crate::scenario::Counters;
 use crate::workload::task::Report;
 use crate::workload::Workload;
@@ -133,7 +133,9 @@ pub fn build(k: &Kernel, w: &Workload, series: Series) -> RunResult {
     // a gauge read from the caches, as the kernel keeps it on its shadow-node list
     vmstat.insert("workingset_nodes".into(), k.workingset_nodes());
     let mut mthp = BTreeMap::new();
-    for order in ANON_ORDERS {
+    // 8 KiB has a directory for file and shmem folios only
+    let orders = if shmem_on { SHMEM_ORDERS } else { ANON_ORDERS };
+    for order in orders {
         let c: Counters = MTHP_NAMES
             .iter()
             .zip(k.stat.mthp[order].iter())
