@@ -252,13 +252,35 @@ pub fn machine() -> (u32, u64) {
 
 /// kdamond processes running a DAMON `pageout` scheme: they may page out idle memory of any
 /// process to the run's swap device, adding to its swap counters.
-/// Has zswap been enabled at any time since boot? Its first enabling logs "zswap: loaded using
-/// pool"; the kernel keeps no other trace a user can read (zswap_never_enabled is a static key).
+/// Has zswap been enabled at any time since boot (zswap_never_enabled is a static key a user
+/// cannot read)? Its first enabling runs zswap_setup, which logs "zswap: loaded using pool" and
+/// makes zswap's debugfs directory; the log may have wrapped, the directory stays. debugfs is
+/// mounted for the look if it is not, and unmounted again.
 pub fn zswap_was_enabled() -> bool {
-    std::process::Command::new("dmesg")
+    let logged = std::process::Command::new("dmesg")
         .output()
         .map(|o| String::from_utf8_lossy(&o.stdout).contains("zswap: loaded using pool"))
-        .unwrap_or(false)
+        .unwrap_or(false);
+    if logged {
+        return true;
+    }
+    const DEBUGFS: &str = "/sys/kernel/debug";
+    let dir = Path::new(DEBUGFS).join("zswap");
+    if dir.exists() {
+        return true;
+    }
+    let mount = |args: &[&str], cmd: &str| {
+        std::process::Command::new(cmd)
+            .args(args)
+            .status()
+            .is_ok_and(|s| s.success())
+    };
+    if !mount(&["-t", "debugfs", "none", DEBUGFS], "mount") {
+        return false;
+    }
+    let exists = dir.exists();
+    mount(&[DEBUGFS], "umount");
+    exists
 }
 
 pub fn damon_pageout_kdamonds() -> Vec<String> {
