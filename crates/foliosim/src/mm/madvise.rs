@@ -87,3 +87,60 @@ impl Kernel {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::mm::folio::{content, pg};
+    use crate::mm::pagetable as pt;
+    use crate::mm::vmstat::Vm;
+
+    #[test]
+    fn madv_cold_moves_only_active_folios_and_counts_only_them() {
+        let toml = r#"
+name = "t"
+[[machine.node]]
+memory = "256M"
+cpus = 1
+[[task]]
+name = "t"
+ops = [{ op = "sleep", time = "1ms" }]
+"#;
+        let (mut k, t) = crate::mm::boot_for_test(toml, "v6.18");
+        let mm = k.tasks[t as usize].mm.unwrap();
+        let start = k.mmap_anon(mm, 4);
+        for i in 0..4 {
+            k.touch(mm, start + i, true, content::DATA_DEFAULT).unwrap();
+        }
+        let folio = |k: &crate::mm::Kernel, i: u32| {
+            let vi = k.mms[mm as usize].find_vma(start).unwrap();
+            pt::pfn(k.mms[mm as usize].vmas[vi].ptes[i as usize])
+        };
+        // page 3 is active; pages 0-2 are inactive, page 0 the oldest (at the tail)
+        let active = folio(&k, 3);
+        k.lruvec_del_folio(active);
+        k.mem.set(active, pg::ACTIVE | pg::REFERENCED);
+        k.folio_add_lru(active);
+        let lv = k.lruvec_index(0, 0);
+        let tail_before = k.lruvecs[lv].lists[0].tail;
+        assert_eq!(tail_before, folio(&k, 0));
+        k.mem.set(folio(&k, 1), pg::REFERENCED);
+        let vi = k.mms[mm as usize].find_vma(start).unwrap();
+        k.madvise_cold_or_pageout(mm, vi, 0, 4, false);
+        assert_eq!(
+            k.stat.get(Vm::Pgdeactivate),
+            1,
+            "only the active folio counts"
+        );
+        assert!(!k.mem.test(active, pg::ACTIVE) && k.mem.test(active, pg::WORKINGSET));
+        assert_eq!(k.lruvecs[lv].lists[0].head, active, "to the inactive head");
+        assert_eq!(
+            k.lruvecs[lv].lists[0].tail, tail_before,
+            "inactive ones stay in place"
+        );
+        assert!(
+            !k.mem.test(folio(&k, 1), pg::REFERENCED),
+            "PG_referenced cleared for all"
+        );
+        assert!(!k.mem.test(folio(&k, 1), pg::WORKINGSET));
+    }
+}
