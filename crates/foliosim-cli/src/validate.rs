@@ -409,6 +409,12 @@ pub fn validate(validate_args: &ValidateArgs) -> Result<(), Failure> {
             spec.knobs.memory_cgroup_v1 = true;
         }
     }
+    // and its other memory cgroups, which zswap's shrink worker walks past (mm/zswap.rs)
+    if let Some(n) = crate::live::cgroup::host_memcgs() {
+        for spec in &mut specs {
+            spec.knobs.host_memcgs = n;
+        }
+    }
     let sim_runs = run_all(&scenario, &specs)?;
     // the live kernel varies from run to run: each repetition plays every variant once
     let mut repetitions = Vec::new();

@@ -71,6 +71,22 @@ pub fn parse_proc_cgroup(text: &str) -> (Option<String>, Option<String>) {
     (v1, v2)
 }
 
+/// The memory controller's cgroups from /proc/cgroups (its num_cgroups: the root, every
+/// descendant, and the dying ones not yet freed, all of which mem_cgroup_iter walks).
+pub fn parse_memory_cgroups(text: &str) -> Option<u32> {
+    text.lines()
+        .filter(|l| !l.starts_with('#'))
+        .map(|l| l.split_whitespace().collect::<Vec<_>>())
+        .find(|f| f.first() == Some(&"memory"))
+        .and_then(|f| f.get(2)?.parse().ok())
+}
+
+/// The host's memory cgroups besides the root (which the simulator has): what the scenario's
+/// `host_memcgs` stands for, before the run adds its own.
+pub fn host_memcgs() -> Option<u32> {
+    parse_memory_cgroups(&read("/proc/cgroups")?).map(|n| n.saturating_sub(1))
+}
+
 fn has_word(file: &Path, word: &str) -> bool {
     read(file).is_some_and(|t| t.split_whitespace().any(|w| w == word))
 }
@@ -301,6 +317,16 @@ fn pids(procs: &Path) -> Vec<i32> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn memory_cgroups_are_counted_from_proc_cgroups() {
+        let text = "#subsys_name\thierarchy\tnum_cgroups\tenabled\ncpuset\t3\t1\t1\nmemory\t4\t28\t1\npids\t8\t1\t1\n";
+        assert_eq!(parse_memory_cgroups(text), Some(28));
+        assert_eq!(
+            parse_memory_cgroups("#subsys_name\nmemory\t0\tx\t1\n"),
+            None
+        );
+    }
 
     #[test]
     fn mountinfo_finds_the_memory_hierarchies() {

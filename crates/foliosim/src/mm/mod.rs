@@ -33,6 +33,7 @@ pub mod vma;
 pub mod vmscan;
 pub mod vmstat;
 pub mod workingset;
+pub mod zsmalloc;
 pub mod zswap;
 
 use crate::machine::hw::HwCosts;

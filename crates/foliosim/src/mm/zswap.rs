@@ -33,11 +33,8 @@ use super::memory::Gfp;
 use super::swap_device::{same_filled_scan_ns, zram_compress_ns, zram_compressed_bytes};
 use super::vmscan::MAX_RECLAIM_RETRIES;
 use super::vmstat::{Memcg, Mthp, Vm};
+use super::zsmalloc::ZsPool;
 use super::{Kernel, TimeKind, PAGE_SIZE};
-
-/// zsmalloc's size-class step for 4 KiB pages (ZS_SIZE_CLASS_DELTA) and smallest class.
-const ZS_SIZE_CLASS_DELTA: u64 = 16;
-const ZS_MIN_ALLOC_SIZE: u64 = 32;
 
 /// lzo1x's output bound for a page that does not compress (lzo1x_worst_compress(4096)): more
 /// than a page, which zsmalloc cannot hold.
@@ -85,16 +82,20 @@ pub struct Zswap {
     /// Per memcg: the list_lru, oldest first: (device, offset, seq); stale items are skipped.
     lru: Vec<VecDeque<(u32, u32, u64)>>,
     next_seq: u64,
-    /// Bytes of the objects in the pool, rounded to zsmalloc's classes.
-    pool_bytes: u64,
+    /// zsmalloc's classes and the objects in them.
+    zs: ZsPool,
     /// The pages zsmalloc holds.
     pub pool_pages: Vec<Pfn>,
     /// zswap_pool_reached_full.
     pub reached_full: bool,
     pub stat: ZswapStat,
     pub memcg: Vec<MemcgZswap>,
-    /// The shrink worker is running (a store it causes does not queue it again).
-    shrink_running: bool,
+    /// zswap_shrink_work is queued (WORK_STRUCT_PENDING: queue_work does nothing more), and
+    /// the time its run may start: when it was queued, or when the run before it ends.
+    shrink_pending: bool,
+    shrink_start_ns: u64,
+    /// The kworker is busy with a run until then (a run queued meanwhile waits for it).
+    shrink_busy_until_ns: u64,
     /// CPU time the shrink worker took.
     pub shrink_worker_ns: u64,
     /// Times the shrink worker ran.
@@ -112,11 +113,6 @@ enum ShrinkError {
     Empty,
     /// The entry walked was rotated or could not be written.
     Again,
-}
-
-/// The size zsmalloc gives an object of `length` bytes.
-fn zs_class_bytes(length: u64) -> u64 {
-    length.max(ZS_MIN_ALLOC_SIZE).div_ceil(ZS_SIZE_CLASS_DELTA) * ZS_SIZE_CLASS_DELTA
 }
 
 impl MemcgZswap {
@@ -263,8 +259,9 @@ impl Kernel {
             if e.length as u64 == PAGE_SIZE {
                 self.zswap.stat.stored_incompressible_pages -= 1;
             }
-            self.zswap.pool_bytes -= zs_class_bytes(e.length as u64);
-            self.zswap_pool_shrink();
+            let class = self.zswap.zs.class_of(e.length as u64);
+            let freed = self.zswap.zs.remove(class);
+            self.zswap_pool_free_pages(freed);
         }
         self.obj_cgroup_uncharge_zswap(e.memcg, e.length as u64);
     }
@@ -310,34 +307,40 @@ impl Kernel {
         }
     }
 
-    /// zsmalloc gives back the pages its objects no longer need.
-    fn zswap_pool_shrink(&mut self) {
-        let need = self.zswap.pool_bytes.div_ceil(PAGE_SIZE) as usize;
-        while self.zswap.pool_pages.len() > need {
-            let pfn = self.zswap.pool_pages.pop().expect("non-empty");
+    /// zsmalloc gives back the pages of a zspage that became empty.
+    fn zswap_pool_free_pages(&mut self, pages: u32) {
+        for _ in 0..pages {
+            let pfn = self
+                .zswap
+                .pool_pages
+                .pop()
+                .expect("the pool holds the zspage");
             self.mem.clear_folio(pfn);
             self.free_pages(pfn, 0);
         }
     }
 
-    /// zs_malloc of an object: the pool grows by whole pages, allocated without direct reclaim
-    /// (zswap's __GFP_NORETRY | __GFP_KSWAPD_RECLAIM). False when a page cannot be had.
-    fn zswap_pool_alloc(&mut self, class_bytes: u64) -> bool {
-        let need = (self.zswap.pool_bytes + class_bytes).div_ceil(PAGE_SIZE) as usize;
+    /// zs_malloc of an object of `length` bytes: a full class first gets a new zspage, its
+    /// pages allocated one by one without direct reclaim (zswap's __GFP_NORETRY |
+    /// __GFP_KSWAPD_RECLAIM). False when a page cannot be had (the zspage's others go back).
+    fn zswap_pool_alloc(&mut self, length: u64) -> bool {
+        let class = self.zswap.zs.class_of(length);
+        let pages = self.zswap.zs.pages_to_add(class);
         let gfp = Gfp {
             direct_reclaim: false,
             kswapd_reclaim: true,
             retry: false,
         };
-        while self.zswap.pool_pages.len() < need {
+        for got in 0..pages {
             let node = self.task_node();
             let Some(pfn) = self.alloc_pages(node, 0, gfp) else {
+                self.zswap_pool_free_pages(got);
                 return false;
             };
             self.mem.prep_folio(pfn, 0, 0, 0, 0);
             self.zswap.pool_pages.push(pfn);
         }
-        self.zswap.pool_bytes += class_bytes;
+        self.zswap.zs.add(class);
         true
     }
 
@@ -347,6 +350,7 @@ impl Kernel {
         self.zswap_settle();
         let (dev, off) = self.folio_swap_entry(folio);
         let nr = self.mem.nr_pages(folio);
+        self.zswap_run_shrink_work();
         let stored = self.zswap_store_folio(folio, dev, off, nr);
         if !stored {
             if self.zswap.reached_full {
@@ -417,7 +421,7 @@ impl Kernel {
                 self.zswap.stat.reject_compress_poor += 1;
                 return false;
             }
-            if !self.zswap_pool_alloc(zs_class_bytes(length)) {
+            if !self.zswap_pool_alloc(length) {
                 self.zswap.stat.reject_alloc_fail += 1;
                 return false;
             }
@@ -466,6 +470,7 @@ impl Kernel {
             return false;
         }
         self.zswap_settle();
+        self.zswap_run_shrink_work();
         let Some(&e) = self.zswap_entry(dev, off) else {
             return false;
         };
@@ -484,27 +489,47 @@ impl Kernel {
         true
     }
 
-    /// queue_work(shrink_wq, &zswap_shrink_work): the worker runs at once, as on an idle CPU,
-    /// its time its own (the storing task's clock is not moved).
+    /// queue_work(shrink_wq, &zswap_shrink_work): nothing while the work is pending (one run
+    /// answers every refusal queued before it starts); otherwise it is pending from now, to run
+    /// when the kworker is free. The kworker runs on another CPU (the storing task goes on).
     fn zswap_queue_shrink(&mut self) {
-        if self.zswap.shrink_running {
+        if self.zswap.shrink_pending {
             return;
         }
+        self.zswap.shrink_pending = true;
+        self.zswap.shrink_start_ns = self.clock_ns.max(self.zswap.shrink_busy_until_ns);
+    }
+
+    /// The kworker's run of zswap_shrink_work, once its start time has come: played at the next
+    /// store or load at or after it (the pool changes only there). Its time is its own: the
+    /// storing task's clock and breakdown are restored; the run keeps the kworker busy, so
+    /// refusals during it queue the next run after it (the pending bit is cleared as it starts).
+    fn zswap_run_shrink_work(&mut self) {
+        if !self.zswap.shrink_pending || self.clock_ns < self.zswap.shrink_start_ns {
+            return;
+        }
+        self.zswap.shrink_pending = false;
         let clock_ns = self.clock_ns;
-        // the worker's time is its own: the storing task's breakdown is restored with its clock
         let time = self
             .tasks
             .get(self.current as usize)
             .map(|t| t.time.clone());
-        self.zswap.shrink_running = true;
         self.zswap_shrink_worker();
-        self.zswap.shrink_running = false;
-        self.zswap.shrink_worker_ns += self.clock_ns - clock_ns;
+        let run_ns = self.clock_ns - clock_ns;
+        self.zswap.shrink_busy_until_ns = self.zswap.shrink_start_ns + run_ns;
+        self.zswap.shrink_worker_ns += run_ns;
         self.zswap.shrink_worker_runs += 1;
         self.clock_ns = clock_ns;
         if let Some(time) = time {
             self.tasks[self.current as usize].time = time;
         }
+    }
+
+    /// One step of the worker's mem_cgroup_iter walk: a css of the hierarchy reached and tried
+    /// (css_next_descendant_pre, css_tryget, mem_cgroup_tryget_online), a pointer chase to a
+    /// css that is cold by the time the walk comes round: one DRAM miss.
+    fn zswap_memcg_iter_step(&mut self, steps: u64) {
+        self.spend(TimeKind::Lru, steps * self.hw.dram_read_latency_ns);
     }
 
     /// shrink_memcg: one step of the memcg's LRU walk (nr_to_walk = 1): the oldest entry is
@@ -524,7 +549,14 @@ impl Kernel {
             if e.seq != seq {
                 continue;
             }
-            if std::mem::take(&mut e.referenced) {
+            // list_lru_walk_one: the list lock and the move to the tail, either way
+            self.spend(TimeKind::Lru, self.hw.lru_op_ns);
+            if std::mem::take(
+                &mut self.swap[dev as usize].zswap[off as usize]
+                    .as_mut()
+                    .expect("checked above")
+                    .referenced,
+            ) {
                 self.zswap.lru[memcg as usize].push_back((dev, off, seq));
                 return Err(ShrinkError::Again);
             }
@@ -571,9 +603,13 @@ impl Kernel {
         let mut attempts = 0;
         let nr_memcgs = self.memcgs.len();
         let counts_empty = !self.generation().has_zswap_check_limits();
+        // the machine's memcgs outside the scenario (other services', dying ones): the walk
+        // passes them on each round trip, none holds an entry of this run's
+        let other_memcgs = self.spec.knobs.host_memcgs as u64;
         loop {
             if self.zswap.next_shrink == nr_memcgs {
                 // mem_cgroup_iter returned NULL: a round trip.
+                self.zswap_memcg_iter_step(other_memcgs + 1);
                 self.zswap.next_shrink = 0;
                 if (counts_empty || attempts == 0) && {
                     failures += 1;
@@ -585,6 +621,7 @@ impl Kernel {
             } else {
                 let memcg = self.zswap.next_shrink as u16;
                 self.zswap.next_shrink += 1;
+                self.zswap_memcg_iter_step(1);
                 match self.shrink_memcg(memcg) {
                     Ok(()) => attempts += 1,
                     Err(ShrinkError::WritebackDisabled) if counts_empty => break,
@@ -688,7 +725,8 @@ ops = [{{ op = "mmap", region = "a", size = "4M" }}]
         let (max, thr) = (k.zswap_max_pages(), k.zswap_accept_thr_pages());
         assert_eq!((max, thr), (163, 146));
         let start = write_pages(&mut k, mm, 600, 128);
-        // Half-compressible pages (2,057 bytes, a 2,064-byte class): one pool page holds ~2.
+        // Half-compressible pages (2,057 bytes): zsmalloc's 2,176-byte class, 15 in a zspage of
+        // 8 pages; the pool grows a zspage at a time.
         let mut stored = Vec::new();
         let mut vpn = start;
         while k.zswap_total_pages() < max {
@@ -706,19 +744,24 @@ ops = [{{ op = "mmap", region = "a", size = "4M" }}]
         assert!(!k.zswap_entry(dev, off).is_some());
         assert_eq!(k.zswap.stat.pool_limit_hit, 1);
         assert_eq!(k.stat.get(Vm::Pswpout), 1);
-        // The shrink worker only gave the oldest entries their second chance: none written back.
+        // The shrink work is queued, to run on the kworker: nothing written back yet.
         assert_eq!(k.stat.get(Vm::Zswpwb), 0);
+        assert!(k.zswap.shrink_pending);
         assert!(k.zswap.reached_full);
         // Below the limit but above the threshold: still refused (not counted as a limit hit).
         let mut freed = stored.iter();
-        while k.zswap_total_pages() > thr + 1 {
+        while k.zswap_total_pages() >= max {
             let &(d, o) = freed.next().unwrap();
             k.zswap_invalidate(d, o);
         }
+        assert!(k.zswap_total_pages() > thr);
         reclaim(&mut k, mm, vpn);
         vpn += 1;
         assert_eq!(k.stat.get(Vm::Pswpout), 2);
         assert_eq!(k.zswap.stat.pool_limit_hit, 1);
+        // The worker ran before that store: it only gave the oldest entries their second chance.
+        assert_eq!(k.zswap.shrink_worker_runs, 1);
+        assert_eq!(k.stat.get(Vm::Zswpwb), 0);
         // At the threshold: accepted again.
         while k.zswap_total_pages() > thr {
             let &(d, o) = freed.next().unwrap();
@@ -737,6 +780,64 @@ ops = [{{ op = "mmap", region = "a", size = "4M" }}]
         assert!(v.is_empty(), "{v:?}");
     }
 
+    /// Fills the pool to its limit; returns the next page to reclaim.
+    fn fill_pool(k: &mut Kernel, mm: u32, start: u32) -> u32 {
+        let mut vpn = start;
+        while k.zswap_total_pages() < k.zswap_max_pages() {
+            reclaim(k, mm, vpn);
+            vpn += 1;
+        }
+        vpn
+    }
+
+    #[test]
+    fn refusals_while_the_shrink_work_is_pending_or_running_make_one_run() {
+        // 400 memcgs elsewhere on the machine: each run walks past them 16 times (16 x 401 css
+        // steps at 90 ns, ~0.6 ms), far longer than a refused swap-out takes.
+        let (mut k, mm) = boot("v6.18", "\"host_memcgs\" = \"400\"", "");
+        let start = write_pages(&mut k, mm, 1000, 128);
+        let mut vpn = fill_pool(&mut k, mm, start);
+        for _ in 0..100 {
+            reclaim(&mut k, mm, vpn);
+            vpn += 1;
+        }
+        assert_eq!(k.stat.get(Vm::Pswpout), 100);
+        // Queued at the first refusal, run at the next store; every refusal during that run
+        // queued one more, which the next store after the run's end played: a run per ~0.6 ms,
+        // not one per refusal.
+        let runs = k.zswap.shrink_worker_runs;
+        assert!((2..20).contains(&runs), "{runs} runs for 100 refusals");
+        // Each run gave 16 entries their second chance (MAX_RECLAIM_RETRIES failures), but
+        // one: a run after the first starts at the end of a round trip, with nothing tried yet,
+        // which counts as a failure.
+        let rotated = k.swap[0]
+            .zswap
+            .iter()
+            .flatten()
+            .filter(|e| !e.referenced)
+            .count() as u64;
+        assert_eq!(rotated, 16 * runs - (runs - 1));
+        assert_eq!(k.stat.get(Vm::Zswpwb), 0);
+    }
+
+    #[test]
+    fn a_run_walks_past_every_memcg_of_the_machine() {
+        let mut run_ns = Vec::new();
+        for host_memcgs in [0, 100] {
+            let knob = format!("\"host_memcgs\" = \"{host_memcgs}\"");
+            let (mut k, mm) = boot("v6.18", &knob, "");
+            let start = write_pages(&mut k, mm, 1000, 128);
+            let vpn = fill_pool(&mut k, mm, start);
+            reclaim(&mut k, mm, vpn);
+            reclaim(&mut k, mm, vpn + 1);
+            assert_eq!(k.zswap.shrink_worker_runs, 1);
+            run_ns.push(k.zswap.shrink_worker_ns);
+        }
+        // 16 failed walks of the root's LRU, with a round trip past the other memcgs between
+        // each two: 15 x 100 more css steps of a DRAM miss (90 ns on x86-server)
+        assert_eq!(run_ns[1] - run_ns[0], 15 * 100 * 90);
+    }
+
     #[test]
     fn the_shrink_worker_writes_back_the_oldest_entries_after_their_second_chance() {
         let (mut k, mm) = boot("v6.18", "", "");
@@ -752,7 +853,9 @@ ops = [{{ op = "mmap", region = "a", size = "4M" }}]
         let (dev, off) = swap_entry_at(&k, mm, start);
         assert!(!k.zswap_entry(dev, off).is_some());
         assert_eq!(k.zswap.stat.written_back_pages, k.stat.get(Vm::Zswpwb));
-        assert!(k.zswap_total_pages() <= k.zswap_accept_thr_pages());
+        // back to the threshold, give or take the zspage the store after the run took
+        let zspage = k.zswap.zs.class(k.zswap.zs.class_of(2057)).pages_per_zspage as u64;
+        assert!(k.zswap_total_pages() <= k.zswap_accept_thr_pages() + zspage);
         // Reading it back comes from the device; a page still in zswap comes from zswap.
         let (pswpin, zswpin) = (k.stat.get(Vm::Pswpin), k.stat.get(Vm::Zswpin));
         k.touch(mm, start, false, 0).unwrap();
@@ -811,7 +914,10 @@ ops = [{{ op = "mmap", region = "a", size = "4M" }}]
         assert_eq!(k.stat.get(Vm::Pswpout), 0);
         assert_eq!(k.zswap.stat.same_filled_pages, 0);
         assert_eq!(k.zswap.stat.stored_pages, 1);
-        assert_eq!(k.zswap.pool_total_size(), PAGE_SIZE);
+        // a 64-byte object: the pool's first zspage of its class (80 bytes, 5 pages)
+        let class = k.zswap.zs.class(k.zswap.zs.class_of(64));
+        assert_eq!(class.pages_per_zspage, 5);
+        assert_eq!(k.zswap.pool_total_size(), 5 * PAGE_SIZE);
     }
 
     #[test]

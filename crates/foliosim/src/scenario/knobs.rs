@@ -100,6 +100,10 @@ pub struct Knobs {
     /// hierarchy, where zswap charges nothing to memcgs and memory.zswap.* do not exist.
     /// `foliosim validate` sets it from the host.
     pub memory_cgroup_v1: bool,
+    /// host_memcgs (a property of the machine, default 0): memory cgroups of the machine
+    /// outside the scenario's (other services', and dying ones not yet freed), which zswap's
+    /// shrink worker walks past (mm/zswap.rs). `foliosim validate` sets it from the host.
+    pub host_memcgs: u32,
 }
 
 /// The zswap compressors the model has costs and compressed sizes for (those of the zram
@@ -128,6 +132,8 @@ const ZSWAP_ACCEPT: &str = "/sys/module/zswap/parameters/accept_threshold_percen
 const ZSWAP_SHRINKER: &str = "/sys/module/zswap/parameters/shrinker_enabled";
 /// The knob naming the host's cgroup version (not a file: never written live).
 pub const MEMORY_CGROUP_V1: &str = "memory_cgroup_v1";
+/// The knob counting the host's other memory cgroups (not a file: never written live).
+pub const HOST_MEMCGS: &str = "host_memcgs";
 
 /// A kernel bool parameter (param_set_bool: y/Y/1 or n/N/0).
 fn parse_param_bool(value: &str) -> Option<bool> {
@@ -185,6 +191,7 @@ impl Default for Knobs {
             zswap_accept_threshold_percent: 90,
             zswap_shrinker_enabled: false,
             memory_cgroup_v1: false,
+            host_memcgs: 0,
         }
     }
 }
@@ -326,6 +333,10 @@ const SCALAR_KNOBS: &[KnobInfo] = &[
     KnobInfo {
         path: ZSWAP_SHRINKER,
         values: "Y|N",
+    },
+    KnobInfo {
+        path: HOST_MEMCGS,
+        values: "0..65535 (a property of the machine: memory cgroups outside the scenario's, dying ones included, that zswap's shrink worker walks past)",
     },
     KnobInfo {
         path: MEMORY_CGROUP_V1,
@@ -638,6 +649,12 @@ impl Knobs {
             ZSWAP_SHRINKER => {
                 self.zswap_shrinker_enabled = parse_param_bool(value).ok_or_else(bad)?;
             }
+            HOST_MEMCGS => {
+                self.host_memcgs = match value.trim().parse::<u32>() {
+                    Ok(n) if n <= u16::MAX as u32 => n,
+                    _ => return Err(bad()),
+                };
+            }
             MEMORY_CGROUP_V1 => {
                 self.memory_cgroup_v1 = match value.trim() {
                     "1" => true,
@@ -706,6 +723,7 @@ impl Knobs {
             ZSWAP_ACCEPT => self.zswap_accept_threshold_percent.to_string(),
             ZSWAP_SHRINKER => param_bool_name(self.zswap_shrinker_enabled).to_string(),
             MEMORY_CGROUP_V1 => (self.memory_cgroup_v1 as u8).to_string(),
+            HOST_MEMCGS => self.host_memcgs.to_string(),
             _ => return None,
         };
         Some(value)
