@@ -29,16 +29,14 @@
 use std::collections::VecDeque;
 
 use super::folio::{content, pg, FolioId, Pfn};
+use super::lzo1x_compress;
 use super::memory::Gfp;
 use super::swap_device::{same_filled_scan_ns, zram_compress_ns, zram_compressed_bytes};
 use super::vmscan::MAX_RECLAIM_RETRIES;
 use super::vmstat::{Memcg, Mthp, Vm};
 use super::zsmalloc::ZsPool;
 use super::{Kernel, TimeKind, PAGE_SIZE};
-
-/// lzo1x's output bound for a page that does not compress (lzo1x_worst_compress(4096)): more
-/// than a page, which zsmalloc cannot hold.
-const LZO_WORST_COMPRESS_BYTES: u64 = PAGE_SIZE + PAGE_SIZE / 16 + 64 + 3;
+use crate::scenario::knobs::ZswapCompressor;
 
 /// One stored page (struct zswap_entry), kept in its slot of `SwapInfo::zswap`.
 #[derive(Clone, Copy, Debug)]
@@ -390,6 +388,17 @@ impl Kernel {
         true
     }
 
+    /// The compressor's output for a page of content class `c`: LZO1X-1's (or lzo-rle's) for a
+    /// data class (mm/lzo1x_compress.rs); the zram model's estimate for the zero, same-filled
+    /// and sparse classes.
+    fn zswap_compressed_bytes(&self, c: u8) -> u64 {
+        if c <= content::SPARSE_TAIL {
+            return zram_compressed_bytes(c);
+        }
+        let rle = self.spec.knobs.zswap_compressor == ZswapCompressor::LzoRle;
+        lzo1x_compress::compressed_bytes(lzo1x_compress::random_bytes(c), rle) as u64
+    }
+
     /// One page: same-filled value (up to v6.11), or compressed into the pool.
     fn zswap_store_page(&mut self, page: Pfn, dev: u32, off: u32, memcg: u16) -> bool {
         let c = self.mem.pages[page as usize].content;
@@ -404,11 +413,7 @@ impl Kernel {
                 TimeKind::Compression,
                 zram_compress_ns(self.hw.zram_compress_ns, c),
             );
-            let dlen = if c == u8::MAX {
-                LZO_WORST_COMPRESS_BYTES
-            } else {
-                zram_compressed_bytes(c)
-            };
+            let dlen = self.zswap_compressed_bytes(c);
             length = dlen;
             if dlen >= PAGE_SIZE && gen.zswap_stores_incompressible_pages() {
                 if !self.zswap_writeback_enabled(memcg) {
@@ -725,8 +730,8 @@ ops = [{{ op = "mmap", region = "a", size = "4M" }}]
         let (max, thr) = (k.zswap_max_pages(), k.zswap_accept_thr_pages());
         assert_eq!((max, thr), (163, 146));
         let start = write_pages(&mut k, mm, 600, 128);
-        // Half-compressible pages (2,057 bytes): zsmalloc's 2,176-byte class, 15 in a zspage of
-        // 8 pages; the pool grows a zspage at a time.
+        // Half-compressible pages (2,213 bytes with lzo): zsmalloc's 2,224-byte class, 11 in a
+        // zspage of 6 pages; the pool grows a zspage at a time.
         let mut stored = Vec::new();
         let mut vpn = start;
         while k.zswap_total_pages() < max {
@@ -854,7 +859,7 @@ ops = [{{ op = "mmap", region = "a", size = "4M" }}]
         assert!(!k.zswap_entry(dev, off).is_some());
         assert_eq!(k.zswap.stat.written_back_pages, k.stat.get(Vm::Zswpwb));
         // back to the threshold, give or take the zspage the store after the run took
-        let zspage = k.zswap.zs.class(k.zswap.zs.class_of(2057)).pages_per_zspage as u64;
+        let zspage = k.zswap.zs.class(k.zswap.zs.class_of(2213)).pages_per_zspage as u64;
         assert!(k.zswap_total_pages() <= k.zswap_accept_thr_pages() + zspage);
         // Reading it back comes from the device; a page still in zswap comes from zswap.
         let (pswpin, zswpin) = (k.stat.get(Vm::Pswpin), k.stat.get(Vm::Zswpin));
@@ -962,7 +967,7 @@ ops = [{{ op = "mmap", region = "a", size = "4M" }}]
         assert_eq!(k.stat.get(Vm::Zswpwb), 0);
         // The compressed pages are charged to the memcg (cgroup v2), as whole pages.
         let z = k.zswap.memcg[1];
-        assert_eq!(z.bytes, z.pages * zram_compressed_bytes(128), "{z:?}");
+        assert_eq!(z.bytes, z.pages * 2213, "{z:?}");
         assert_eq!(z.charged_pages(), z.bytes.div_ceil(PAGE_SIZE));
         assert_consistent(&k);
     }
