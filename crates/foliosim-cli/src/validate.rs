@@ -411,8 +411,12 @@ pub fn validate(validate_args: &ValidateArgs) -> Result<(), Failure> {
     }
     // and its other memory cgroups, which zswap's shrink worker walks past (mm/zswap.rs)
     if let Some(n) = crate::live::cgroup::host_memcgs() {
+        let online = crate::live::cgroup::host_memcgs_online()
+            .unwrap_or(0)
+            .min(n);
         for spec in &mut specs {
             spec.knobs.host_memcgs = n;
+            spec.knobs.host_memcgs_online = online;
         }
     }
     let sim_runs = run_all(&scenario, &specs)?;

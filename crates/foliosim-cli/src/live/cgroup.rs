@@ -87,6 +87,25 @@ pub fn host_memcgs() -> Option<u32> {
     parse_memory_cgroups(&read("/proc/cgroups")?).map(|n| n.saturating_sub(1))
 }
 
+/// The host's online memory cgroups besides the root: the directories under the memory
+/// hierarchy's mount (v1's memory mount, or the v2 mount), counted before the run makes its own.
+pub fn host_memcgs_online() -> Option<u32> {
+    let mountinfo = read("/proc/self/mountinfo")?;
+    let (v1, v2) = parse_mountinfo(&mountinfo);
+    let root = v1.or(v2)?;
+    fn subdirs(dir: &Path) -> u32 {
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            return 0;
+        };
+        entries
+            .flatten()
+            .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+            .map(|e| 1 + subdirs(&e.path()))
+            .sum()
+    }
+    Some(subdirs(&root))
+}
+
 fn has_word(file: &Path, word: &str) -> bool {
     read(file).is_some_and(|t| t.split_whitespace().any(|w| w == word))
 }

@@ -546,6 +546,12 @@ impl Kernel {
         self.spend(TimeKind::Lru, steps * self.hw.dram_read_latency_ns);
     }
 
+    /// shrink_memcg's look at a memcg's list: its list_lru_one (an xarray load, a DRAM miss)
+    /// and the list's lock taken and dropped.
+    fn zswap_lru_lookup_ns(&self) -> u64 {
+        self.hw.dram_read_latency_ns + self.hw.lru_op_ns
+    }
+
     /// shrink_memcg: one step of the memcg's LRU walk (nr_to_walk = 1): the oldest entry is
     /// rotated if referenced, else written back.
     fn shrink_memcg(&mut self, memcg: u16) -> Result<(), ShrinkError> {
@@ -553,6 +559,7 @@ impl Kernel {
             return Err(ShrinkError::WritebackDisabled);
         }
         self.zswap_settle();
+        self.spend(TimeKind::Lru, self.zswap_lru_lookup_ns());
         loop {
             let Some((dev, off, seq)) = self.zswap.lru[memcg as usize].pop_front() else {
                 return Err(ShrinkError::Empty);
@@ -618,12 +625,15 @@ impl Kernel {
         let nr_memcgs = self.memcgs.len();
         let counts_empty = !self.generation().has_zswap_check_limits();
         // the machine's memcgs outside the scenario (other services', dying ones): the walk
-        // passes them on each round trip, none holds an entry of this run's
+        // passes them on each round trip, none holds an entry of this run's; the online ones get
+        // a shrink_memcg call that finds their LRU empty
         let other_memcgs = self.spec.knobs.host_memcgs as u64;
+        let other_online = (self.spec.knobs.host_memcgs_online as u64).min(other_memcgs);
         loop {
             if self.zswap.next_shrink == nr_memcgs {
                 // mem_cgroup_iter returned NULL: a round trip.
                 self.zswap_memcg_iter_step(other_memcgs + 1);
+                self.spend(TimeKind::Lru, other_online * self.zswap_lru_lookup_ns());
                 self.zswap.next_shrink = 0;
                 if (counts_empty || attempts == 0) && {
                     failures += 1;
@@ -837,8 +847,10 @@ ops = [{{ op = "mmap", region = "a", size = "4M" }}]
     #[test]
     fn a_run_walks_past_every_memcg_of_the_machine() {
         let mut run_ns = Vec::new();
-        for host_memcgs in [0, 100] {
-            let knob = format!("\"host_memcgs\" = \"{host_memcgs}\"");
+        for (host_memcgs, online) in [(0, 0), (100, 0), (100, 10)] {
+            let knob = format!(
+                "\"host_memcgs\" = \"{host_memcgs}\"\n\"host_memcgs_online\" = \"{online}\""
+            );
             let (mut k, mm) = boot("v6.18", &knob, "");
             let start = write_pages(&mut k, mm, 1000, 128);
             let vpn = fill_pool(&mut k, mm, start);
@@ -850,6 +862,8 @@ ops = [{{ op = "mmap", region = "a", size = "4M" }}]
         // 16 failed walks of the root's LRU, with a round trip past the other memcgs between
         // each two: 15 x 100 more css steps of a DRAM miss (90 ns on x86-server)
         assert_eq!(run_ns[1] - run_ns[0], 15 * 100 * 90);
+        // and the online ones get a look at their (empty) list: an xarray load and the lock
+        assert_eq!(run_ns[2] - run_ns[1], 15 * 10 * (90 + 30));
     }
 
     #[test]
