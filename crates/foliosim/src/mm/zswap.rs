@@ -19,13 +19,14 @@
 //! pool is full queues it (queue_work, which does nothing while it is pending, so one run answers
 //! every refusal before it starts, and a refusal during a run queues the next one after it). A
 //! run walks the memcgs round robin with mem_cgroup_iter, past every memcg of the machine (the
-//! scenario's and `host_memcgs` others, dying ones included: a css step costs a DRAM miss), and
-//! tries the oldest entry of each (second chance: a referenced entry is rotated once and counts as
-//! a failure), until the pool is back under the accept threshold or MAX_RECLAIM_RETRIES walks
-//! failed. Its time is its own; a queued run starts when the kworker is free and is played at
-//! the first store or load from then. With the VM's 28 memcgs a run takes ~40 us, as the 44.6 us
-//! the live workqueue trace showed, so the worker rotates the LRU more slowly than the read-back
-//! frees its oldest entries and writes back almost nothing, as the live kernel does.
+//! scenario's and `host_memcgs` others, dying ones included: a css step costs a DRAM miss, and
+//! shrink_memcg's look at an online memcg's list a DRAM miss and the lock), and tries the oldest
+//! entry of each (second chance: a referenced entry is rotated once and counts as a failure),
+//! until the pool is back under the accept threshold or MAX_RECLAIM_RETRIES walks failed. Its
+//! time is its own; a queued run starts when the kworker is free and is played at the first store
+//! or load from then. With the VM's other memcgs (15, 3 online) a run takes ~33 us, as the
+//! 35.5 us a live workqueue trace showed, so the worker rotates the LRU more slowly than the
+//! read-back frees its oldest entries and writes back almost nothing, as the live kernel does.
 //! Compression and decompression cost what the zram model's do (lzo, by content class); the
 //! compressed length of a data page is LZO1X-1's (mm/lzo1x_compress.rs).
 //! Left out: the dynamic shrinker (shrinker_enabled is accepted and played live, not simulated),
