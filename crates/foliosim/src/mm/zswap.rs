@@ -31,10 +31,12 @@
 //! compressed length of a data page is LZO1X-1's (mm/lzo1x_compress.rs).
 //! Left out: the dynamic shrinker (shrinker_enabled is accepted and played live, not simulated),
 //! the kworker's wake-up latency (17 us median on the VM: where runs are short, with few memcgs,
-//! the model runs the worker more often than the kernel would), the folio a writeback allocates
-//! in the swap cache (the entry's data goes to the device directly), zsmalloc's fragmentation
-//! and compaction, compressors other than lzo / lzo-rle, and several pools after a compressor
-//! change.
+//! the model runs the worker more often than the kernel would), v6.9's walk meeting a dying
+//! memcg (it counts a failure and starts again from the root; the model passes the host's dying
+//! memcgs in every generation, not knowing where they are in the tree), the folio a writeback
+//! allocates in the swap cache (the entry's data goes to the device directly), zsmalloc's
+//! fragmentation and compaction, compressors other than lzo / lzo-rle, and several pools after
+//! a compressor change.
 
 use std::collections::VecDeque;
 
