@@ -415,6 +415,16 @@ pub fn validate(validate_args: &ValidateArgs) -> Result<(), Failure> {
             spec.knobs.zswap_enabled_since_boot = true;
         }
     }
+    // and its other memory cgroups, which zswap's shrink worker walks past (mm/zswap.rs)
+    if let Some(n) = crate::live::cgroup::host_memcgs() {
+        let online = crate::live::cgroup::host_memcgs_online()
+            .unwrap_or(0)
+            .min(n);
+        for spec in &mut specs {
+            spec.knobs.host_memcgs = n;
+            spec.knobs.host_memcgs_online = online;
+        }
+    }
     let sim_runs = run_all(&scenario, &specs)?;
     // the live kernel varies from run to run: each repetition plays every variant once
     let mut repetitions = Vec::new();

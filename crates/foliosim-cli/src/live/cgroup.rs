@@ -71,6 +71,41 @@ pub fn parse_proc_cgroup(text: &str) -> (Option<String>, Option<String>) {
     (v1, v2)
 }
 
+/// The memory controller's cgroups from /proc/cgroups (its num_cgroups: the root, every
+/// descendant, and the dying ones not yet freed, all of which mem_cgroup_iter walks).
+pub fn parse_memory_cgroups(text: &str) -> Option<u32> {
+    text.lines()
+        .filter(|l| !l.starts_with('#'))
+        .map(|l| l.split_whitespace().collect::<Vec<_>>())
+        .find(|f| f.first() == Some(&"memory"))
+        .and_then(|f| f.get(2)?.parse().ok())
+}
+
+/// The host's memory cgroups besides the root (which the simulator has): what the scenario's
+/// `host_memcgs` stands for, before the run adds its own.
+pub fn host_memcgs() -> Option<u32> {
+    parse_memory_cgroups(&read("/proc/cgroups")?).map(|n| n.saturating_sub(1))
+}
+
+/// The host's online memory cgroups besides the root: the directories under the memory
+/// hierarchy's mount (v1's memory mount, or the v2 mount), counted before the run makes its own.
+pub fn host_memcgs_online() -> Option<u32> {
+    let mountinfo = read("/proc/self/mountinfo")?;
+    let (v1, v2) = parse_mountinfo(&mountinfo);
+    let root = v1.or(v2)?;
+    fn subdirs(dir: &Path) -> u32 {
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            return 0;
+        };
+        entries
+            .flatten()
+            .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+            .map(|e| 1 + subdirs(&e.path()))
+            .sum()
+    }
+    Some(subdirs(&root))
+}
+
 fn has_word(file: &Path, word: &str) -> bool {
     read(file).is_some_and(|t| t.split_whitespace().any(|w| w == word))
 }
@@ -301,6 +336,16 @@ fn pids(procs: &Path) -> Vec<i32> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn memory_cgroups_are_counted_from_proc_cgroups() {
+        let text = "#subsys_name\thierarchy\tnum_cgroups\tenabled\ncpuset\t3\t1\t1\nmemory\t4\t28\t1\npids\t8\t1\t1\n";
+        assert_eq!(parse_memory_cgroups(text), Some(28));
+        assert_eq!(
+            parse_memory_cgroups("#subsys_name\nmemory\t0\tx\t1\n"),
+            None
+        );
+    }
 
     #[test]
     fn mountinfo_finds_the_memory_hierarchies() {

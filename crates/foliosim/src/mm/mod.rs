@@ -8,6 +8,7 @@ pub mod features;
 pub mod filemap;
 pub mod folio;
 pub mod huge_memory;
+pub mod lzo1x_compress;
 pub mod madvise;
 pub mod memcontrol;
 pub mod memory;
@@ -34,6 +35,7 @@ pub mod vma;
 pub mod vmscan;
 pub mod vmstat;
 pub mod workingset;
+pub mod zsmalloc;
 pub mod zswap;
 
 use crate::machine::hw::HwCosts;

@@ -10,38 +10,45 @@
 //! zswap_can_accept in v6.9, zswap_check_limits from v6.10), same-filled pages kept as a value up
 //! to v6.11, large folios refused before v6.13 and stored page by page, all or nothing, after,
 //! pages that do not compress below a page refused (reject_compress_poor) before v6.18 and kept
-//! as they are from v6.18. The pool is zsmalloc: objects rounded to its 16-byte size classes,
-//! whole pages taken from the machine without direct reclaim (a failed page is reject_alloc_fail).
-//! The compressed bytes are charged to the folio's memcg (obj_cgroup_charge_zswap, forced, as
-//! zswap stores in reclaim). Loads are exclusive for a folio read into the swap cache: the entry
-//! is freed and the folio dirtied. The shrink worker is queued when a store finds the pool full,
-//! and runs at once, as a workqueue item does on an idle CPU (its time is its own, not the
-//! storing task's): it walks the memcgs round robin and writes back the oldest entry of each
-//! (second chance: a referenced entry is rotated once), until the pool is back under the accept
-//! threshold or MAX_RECLAIM_RETRIES walks failed.
+//! as they are from v6.18. The pool is zsmalloc (mm/zsmalloc.rs: size classes with the handle,
+//! zspages of up to 8 pages, objects packed densely), its pages taken from the machine without
+//! direct reclaim (a failed page is reject_alloc_fail). The compressed bytes are charged to the
+//! folio's memcg (obj_cgroup_charge_zswap, forced, as zswap stores in reclaim). Loads are
+//! exclusive for a folio read into the swap cache: the entry is freed and the folio dirtied.
+//! The shrink worker is zswap_shrink_work on a kworker of its own CPU: a store refused while the
+//! pool is full queues it (queue_work, which does nothing while it is pending, so one run answers
+//! every refusal before it starts, and a refusal during a run queues the next one after it). A
+//! run walks the memcgs round robin with mem_cgroup_iter, past every memcg of the machine (the
+//! scenario's and `host_memcgs` others, dying ones included: a css step costs a DRAM miss, and
+//! shrink_memcg's look at an online memcg's list a DRAM miss and the lock), and tries the oldest
+//! entry of each (second chance: a referenced entry is rotated once and counts as a failure),
+//! until the pool is back under the accept threshold or MAX_RECLAIM_RETRIES walks failed. Its
+//! time is its own; a queued run starts when the kworker is free and is played at the first store
+//! or load from then. With the VM's other memcgs (15, 3 online) a run takes ~33 us, as the
+//! 35.5 us a live workqueue trace showed, so the worker rotates the LRU more slowly than the
+//! read-back frees its oldest entries and writes back almost nothing, as the live kernel does.
 //! Compression and decompression cost what the zram model's do (lzo, by content class); the
-//! compressed sizes are the zram model's too.
+//! compressed length of a data page is LZO1X-1's (mm/lzo1x_compress.rs).
 //! Left out: the dynamic shrinker (shrinker_enabled is accepted and played live, not simulated),
-//! the folio a writeback allocates in the swap cache (the entry's data goes to the device
-//! directly), zsmalloc's huge classes and fragmentation, compressors other than lzo / lzo-rle,
-//! and several pools after a compressor change.
+//! the kworker's wake-up latency (17 us median on the VM: where runs are short, with few memcgs,
+//! the model runs the worker more often than the kernel would), v6.9's walk meeting a dying
+//! memcg (it counts a failure and starts again from the root; the model passes the host's dying
+//! memcgs in every generation, not knowing where they are in the tree), the folio a writeback
+//! allocates in the swap cache (the entry's data goes to the device directly), zsmalloc's
+//! fragmentation and compaction, compressors other than lzo / lzo-rle, and several pools after
+//! a compressor change.
 
 use std::collections::VecDeque;
 
 use super::folio::{content, pg, FolioId, Pfn};
+use super::lzo1x_compress;
 use super::memory::Gfp;
 use super::swap_device::{same_filled_scan_ns, zram_compress_ns, zram_compressed_bytes};
 use super::vmscan::MAX_RECLAIM_RETRIES;
 use super::vmstat::{Memcg, Mthp, Vm};
+use super::zsmalloc::ZsPool;
 use super::{Kernel, TimeKind, PAGE_SIZE};
-
-/// zsmalloc's size-class step for 4 KiB pages (ZS_SIZE_CLASS_DELTA) and smallest class.
-const ZS_SIZE_CLASS_DELTA: u64 = 16;
-const ZS_MIN_ALLOC_SIZE: u64 = 32;
-
-/// lzo1x's output bound for a page that does not compress (lzo1x_worst_compress(4096)): more
-/// than a page, which zsmalloc cannot hold.
-const LZO_WORST_COMPRESS_BYTES: u64 = PAGE_SIZE + PAGE_SIZE / 16 + 64 + 3;
+use crate::scenario::knobs::ZswapCompressor;
 
 /// One stored page (struct zswap_entry), kept in its slot of `SwapInfo::zswap`.
 #[derive(Clone, Copy, Debug)]
@@ -85,16 +92,20 @@ pub struct Zswap {
     /// Per memcg: the list_lru, oldest first: (device, offset, seq); stale items are skipped.
     lru: Vec<VecDeque<(u32, u32, u64)>>,
     next_seq: u64,
-    /// Bytes of the objects in the pool, rounded to zsmalloc's classes.
-    pool_bytes: u64,
+    /// zsmalloc's classes and the objects in them.
+    zs: ZsPool,
     /// The pages zsmalloc holds.
     pub pool_pages: Vec<Pfn>,
     /// zswap_pool_reached_full.
     pub reached_full: bool,
     pub stat: ZswapStat,
     pub memcg: Vec<MemcgZswap>,
-    /// The shrink worker is running (a store it causes does not queue it again).
-    shrink_running: bool,
+    /// zswap_shrink_work is queued (WORK_STRUCT_PENDING: queue_work does nothing more), and
+    /// the time its run may start: when it was queued, or when the run before it ends.
+    shrink_pending: bool,
+    shrink_start_ns: u64,
+    /// The kworker is busy with a run until then (a run queued meanwhile waits for it).
+    shrink_busy_until_ns: u64,
     /// CPU time the shrink worker took.
     pub shrink_worker_ns: u64,
     /// Times the shrink worker ran.
@@ -112,11 +123,6 @@ enum ShrinkError {
     Empty,
     /// The entry walked was rotated or could not be written.
     Again,
-}
-
-/// The size zsmalloc gives an object of `length` bytes.
-fn zs_class_bytes(length: u64) -> u64 {
-    length.max(ZS_MIN_ALLOC_SIZE).div_ceil(ZS_SIZE_CLASS_DELTA) * ZS_SIZE_CLASS_DELTA
 }
 
 impl MemcgZswap {
@@ -263,8 +269,9 @@ impl Kernel {
             if e.length as u64 == PAGE_SIZE {
                 self.zswap.stat.stored_incompressible_pages -= 1;
             }
-            self.zswap.pool_bytes -= zs_class_bytes(e.length as u64);
-            self.zswap_pool_shrink();
+            let class = self.zswap.zs.class_of(e.length as u64);
+            let freed = self.zswap.zs.remove(class);
+            self.zswap_pool_free_pages(freed);
         }
         self.obj_cgroup_uncharge_zswap(e.memcg, e.length as u64);
     }
@@ -310,34 +317,40 @@ impl Kernel {
         }
     }
 
-    /// zsmalloc gives back the pages its objects no longer need.
-    fn zswap_pool_shrink(&mut self) {
-        let need = self.zswap.pool_bytes.div_ceil(PAGE_SIZE) as usize;
-        while self.zswap.pool_pages.len() > need {
-            let pfn = self.zswap.pool_pages.pop().expect("non-empty");
+    /// zsmalloc gives back the pages of a zspage that became empty.
+    fn zswap_pool_free_pages(&mut self, pages: u32) {
+        for _ in 0..pages {
+            let pfn = self
+                .zswap
+                .pool_pages
+                .pop()
+                .expect("the pool holds the zspage");
             self.mem.clear_folio(pfn);
             self.free_pages(pfn, 0);
         }
     }
 
-    /// zs_malloc of an object: the pool grows by whole pages, allocated without direct reclaim
-    /// (zswap's __GFP_NORETRY | __GFP_KSWAPD_RECLAIM). False when a page cannot be had.
-    fn zswap_pool_alloc(&mut self, class_bytes: u64) -> bool {
-        let need = (self.zswap.pool_bytes + class_bytes).div_ceil(PAGE_SIZE) as usize;
+    /// zs_malloc of an object of `length` bytes: a full class first gets a new zspage, its
+    /// pages allocated one by one without direct reclaim (zswap's __GFP_NORETRY |
+    /// __GFP_KSWAPD_RECLAIM). False when a page cannot be had (the zspage's others go back).
+    fn zswap_pool_alloc(&mut self, length: u64) -> bool {
+        let class = self.zswap.zs.class_of(length);
+        let pages = self.zswap.zs.pages_to_add(class);
         let gfp = Gfp {
             direct_reclaim: false,
             kswapd_reclaim: true,
             retry: false,
         };
-        while self.zswap.pool_pages.len() < need {
+        for got in 0..pages {
             let node = self.task_node();
             let Some(pfn) = self.alloc_pages(node, 0, gfp) else {
+                self.zswap_pool_free_pages(got);
                 return false;
             };
             self.mem.prep_folio(pfn, 0, 0, 0, 0);
             self.zswap.pool_pages.push(pfn);
         }
-        self.zswap.pool_bytes += class_bytes;
+        self.zswap.zs.add(class);
         true
     }
 
@@ -347,6 +360,7 @@ impl Kernel {
         self.zswap_settle();
         let (dev, off) = self.folio_swap_entry(folio);
         let nr = self.mem.nr_pages(folio);
+        self.zswap_run_shrink_work();
         let stored = self.zswap_store_folio(folio, dev, off, nr);
         if !stored {
             if self.zswap.reached_full {
@@ -386,6 +400,17 @@ impl Kernel {
         true
     }
 
+    /// The compressor's output for a page of content class `c`: LZO1X-1's (or lzo-rle's) for a
+    /// data class (mm/lzo1x_compress.rs); the zram model's estimate for the zero, same-filled
+    /// and sparse classes.
+    fn zswap_compressed_bytes(&self, c: u8) -> u64 {
+        if c <= content::SPARSE_TAIL {
+            return zram_compressed_bytes(c);
+        }
+        let rle = self.spec.knobs.zswap_compressor == ZswapCompressor::LzoRle;
+        lzo1x_compress::compressed_bytes(lzo1x_compress::random_bytes(c), rle) as u64
+    }
+
     /// One page: same-filled value (up to v6.11), or compressed into the pool.
     fn zswap_store_page(&mut self, page: Pfn, dev: u32, off: u32, memcg: u16) -> bool {
         let c = self.mem.pages[page as usize].content;
@@ -400,11 +425,7 @@ impl Kernel {
                 TimeKind::Compression,
                 zram_compress_ns(self.hw.zram_compress_ns, c),
             );
-            let dlen = if c == u8::MAX {
-                LZO_WORST_COMPRESS_BYTES
-            } else {
-                zram_compressed_bytes(c)
-            };
+            let dlen = self.zswap_compressed_bytes(c);
             length = dlen;
             if dlen >= PAGE_SIZE && gen.zswap_stores_incompressible_pages() {
                 if !self.zswap_writeback_enabled(memcg) {
@@ -417,7 +438,7 @@ impl Kernel {
                 self.zswap.stat.reject_compress_poor += 1;
                 return false;
             }
-            if !self.zswap_pool_alloc(zs_class_bytes(length)) {
+            if !self.zswap_pool_alloc(length) {
                 self.zswap.stat.reject_alloc_fail += 1;
                 return false;
             }
@@ -466,6 +487,7 @@ impl Kernel {
             return false;
         }
         self.zswap_settle();
+        self.zswap_run_shrink_work();
         let Some(&e) = self.zswap_entry(dev, off) else {
             return false;
         };
@@ -484,27 +506,53 @@ impl Kernel {
         true
     }
 
-    /// queue_work(shrink_wq, &zswap_shrink_work): the worker runs at once, as on an idle CPU,
-    /// its time its own (the storing task's clock is not moved).
+    /// queue_work(shrink_wq, &zswap_shrink_work): nothing while the work is pending (one run
+    /// answers every refusal queued before it starts); otherwise it is pending from now, to run
+    /// when the kworker is free. The kworker runs on another CPU (the storing task goes on).
     fn zswap_queue_shrink(&mut self) {
-        if self.zswap.shrink_running {
+        if self.zswap.shrink_pending {
             return;
         }
+        self.zswap.shrink_pending = true;
+        self.zswap.shrink_start_ns = self.clock_ns.max(self.zswap.shrink_busy_until_ns);
+    }
+
+    /// The kworker's run of zswap_shrink_work, once its start time has come: played at the next
+    /// store or load at or after it (the pool changes only there). Its time is its own: the
+    /// storing task's clock and breakdown are restored; the run keeps the kworker busy, so
+    /// refusals during it queue the next run after it (the pending bit is cleared as it starts).
+    fn zswap_run_shrink_work(&mut self) {
+        if !self.zswap.shrink_pending || self.clock_ns < self.zswap.shrink_start_ns {
+            return;
+        }
+        self.zswap.shrink_pending = false;
         let clock_ns = self.clock_ns;
-        // the worker's time is its own: the storing task's breakdown is restored with its clock
         let time = self
             .tasks
             .get(self.current as usize)
             .map(|t| t.time.clone());
-        self.zswap.shrink_running = true;
         self.zswap_shrink_worker();
-        self.zswap.shrink_running = false;
-        self.zswap.shrink_worker_ns += self.clock_ns - clock_ns;
+        let run_ns = self.clock_ns - clock_ns;
+        self.zswap.shrink_busy_until_ns = self.zswap.shrink_start_ns + run_ns;
+        self.zswap.shrink_worker_ns += run_ns;
         self.zswap.shrink_worker_runs += 1;
         self.clock_ns = clock_ns;
         if let Some(time) = time {
             self.tasks[self.current as usize].time = time;
         }
+    }
+
+    /// One step of the worker's mem_cgroup_iter walk: a css of the hierarchy reached and tried
+    /// (css_next_descendant_pre, css_tryget, mem_cgroup_tryget_online), a pointer chase to a
+    /// css that is cold by the time the walk comes round: one DRAM miss.
+    fn zswap_memcg_iter_step(&mut self, steps: u64) {
+        self.spend(TimeKind::Lru, steps * self.hw.dram_read_latency_ns);
+    }
+
+    /// shrink_memcg's look at a memcg's list: its list_lru_one (an xarray load, a DRAM miss)
+    /// and the list's lock taken and dropped.
+    fn zswap_lru_lookup_ns(&self) -> u64 {
+        self.hw.dram_read_latency_ns + self.hw.lru_op_ns
     }
 
     /// shrink_memcg: one step of the memcg's LRU walk (nr_to_walk = 1): the oldest entry is
@@ -514,6 +562,7 @@ impl Kernel {
             return Err(ShrinkError::WritebackDisabled);
         }
         self.zswap_settle();
+        self.spend(TimeKind::Lru, self.zswap_lru_lookup_ns());
         loop {
             let Some((dev, off, seq)) = self.zswap.lru[memcg as usize].pop_front() else {
                 return Err(ShrinkError::Empty);
@@ -524,7 +573,14 @@ impl Kernel {
             if e.seq != seq {
                 continue;
             }
-            if std::mem::take(&mut e.referenced) {
+            // list_lru_walk_one: the list lock and the move to the tail, either way
+            self.spend(TimeKind::Lru, self.hw.lru_op_ns);
+            if std::mem::take(
+                &mut self.swap[dev as usize].zswap[off as usize]
+                    .as_mut()
+                    .expect("checked above")
+                    .referenced,
+            ) {
                 self.zswap.lru[memcg as usize].push_back((dev, off, seq));
                 return Err(ShrinkError::Again);
             }
@@ -571,9 +627,16 @@ impl Kernel {
         let mut attempts = 0;
         let nr_memcgs = self.memcgs.len();
         let counts_empty = !self.generation().has_zswap_check_limits();
+        // the machine's memcgs outside the scenario (other services', dying ones): the walk
+        // passes them on each round trip, none holds an entry of this run's; the online ones get
+        // a shrink_memcg call that finds their LRU empty
+        let other_memcgs = self.spec.knobs.host_memcgs as u64;
+        let other_online = (self.spec.knobs.host_memcgs_online as u64).min(other_memcgs);
         loop {
             if self.zswap.next_shrink == nr_memcgs {
                 // mem_cgroup_iter returned NULL: a round trip.
+                self.zswap_memcg_iter_step(other_memcgs + 1);
+                self.spend(TimeKind::Lru, other_online * self.zswap_lru_lookup_ns());
                 self.zswap.next_shrink = 0;
                 if (counts_empty || attempts == 0) && {
                     failures += 1;
@@ -585,6 +648,7 @@ impl Kernel {
             } else {
                 let memcg = self.zswap.next_shrink as u16;
                 self.zswap.next_shrink += 1;
+                self.zswap_memcg_iter_step(1);
                 match self.shrink_memcg(memcg) {
                     Ok(()) => attempts += 1,
                     Err(ShrinkError::WritebackDisabled) if counts_empty => break,
@@ -688,7 +752,8 @@ ops = [{{ op = "mmap", region = "a", size = "4M" }}]
         let (max, thr) = (k.zswap_max_pages(), k.zswap_accept_thr_pages());
         assert_eq!((max, thr), (163, 146));
         let start = write_pages(&mut k, mm, 600, 128);
-        // Half-compressible pages (2,057 bytes, a 2,064-byte class): one pool page holds ~2.
+        // Half-compressible pages (2,213 bytes with lzo): zsmalloc's 2,224-byte class, 11 in a
+        // zspage of 6 pages; the pool grows a zspage at a time.
         let mut stored = Vec::new();
         let mut vpn = start;
         while k.zswap_total_pages() < max {
@@ -706,19 +771,24 @@ ops = [{{ op = "mmap", region = "a", size = "4M" }}]
         assert!(!k.zswap_entry(dev, off).is_some());
         assert_eq!(k.zswap.stat.pool_limit_hit, 1);
         assert_eq!(k.stat.get(Vm::Pswpout), 1);
-        // The shrink worker only gave the oldest entries their second chance: none written back.
+        // The shrink work is queued, to run on the kworker: nothing written back yet.
         assert_eq!(k.stat.get(Vm::Zswpwb), 0);
+        assert!(k.zswap.shrink_pending);
         assert!(k.zswap.reached_full);
         // Below the limit but above the threshold: still refused (not counted as a limit hit).
         let mut freed = stored.iter();
-        while k.zswap_total_pages() > thr + 1 {
+        while k.zswap_total_pages() >= max {
             let &(d, o) = freed.next().unwrap();
             k.zswap_invalidate(d, o);
         }
+        assert!(k.zswap_total_pages() > thr);
         reclaim(&mut k, mm, vpn);
         vpn += 1;
         assert_eq!(k.stat.get(Vm::Pswpout), 2);
         assert_eq!(k.zswap.stat.pool_limit_hit, 1);
+        // The worker ran before that store: it only gave the oldest entries their second chance.
+        assert_eq!(k.zswap.shrink_worker_runs, 1);
+        assert_eq!(k.stat.get(Vm::Zswpwb), 0);
         // At the threshold: accepted again.
         while k.zswap_total_pages() > thr {
             let &(d, o) = freed.next().unwrap();
@@ -737,6 +807,68 @@ ops = [{{ op = "mmap", region = "a", size = "4M" }}]
         assert!(v.is_empty(), "{v:?}");
     }
 
+    /// Fills the pool to its limit; returns the next page to reclaim.
+    fn fill_pool(k: &mut Kernel, mm: u32, start: u32) -> u32 {
+        let mut vpn = start;
+        while k.zswap_total_pages() < k.zswap_max_pages() {
+            reclaim(k, mm, vpn);
+            vpn += 1;
+        }
+        vpn
+    }
+
+    #[test]
+    fn refusals_while_the_shrink_work_is_pending_or_running_make_one_run() {
+        // 400 memcgs elsewhere on the machine: each run walks past them 16 times (16 x 401 css
+        // steps at 90 ns, ~0.6 ms), far longer than a refused swap-out takes.
+        let (mut k, mm) = boot("v6.18", "\"host_memcgs\" = \"400\"", "");
+        let start = write_pages(&mut k, mm, 1000, 128);
+        let mut vpn = fill_pool(&mut k, mm, start);
+        for _ in 0..100 {
+            reclaim(&mut k, mm, vpn);
+            vpn += 1;
+        }
+        assert_eq!(k.stat.get(Vm::Pswpout), 100);
+        // Queued at the first refusal, run at the next store; every refusal during that run
+        // queued one more, which the next store after the run's end played: a run per ~0.6 ms,
+        // not one per refusal.
+        let runs = k.zswap.shrink_worker_runs;
+        assert!((2..20).contains(&runs), "{runs} runs for 100 refusals");
+        // Each run gave 16 entries their second chance (MAX_RECLAIM_RETRIES failures), but
+        // one: a run after the first starts at the end of a round trip, with nothing tried yet,
+        // which counts as a failure.
+        let rotated = k.swap[0]
+            .zswap
+            .iter()
+            .flatten()
+            .filter(|e| !e.referenced)
+            .count() as u64;
+        assert_eq!(rotated, 16 * runs - (runs - 1));
+        assert_eq!(k.stat.get(Vm::Zswpwb), 0);
+    }
+
+    #[test]
+    fn a_run_walks_past_every_memcg_of_the_machine() {
+        let mut run_ns = Vec::new();
+        for (host_memcgs, online) in [(0, 0), (100, 0), (100, 10)] {
+            let knob = format!(
+                "\"host_memcgs\" = \"{host_memcgs}\"\n\"host_memcgs_online\" = \"{online}\""
+            );
+            let (mut k, mm) = boot("v6.18", &knob, "");
+            let start = write_pages(&mut k, mm, 1000, 128);
+            let vpn = fill_pool(&mut k, mm, start);
+            reclaim(&mut k, mm, vpn);
+            reclaim(&mut k, mm, vpn + 1);
+            assert_eq!(k.zswap.shrink_worker_runs, 1);
+            run_ns.push(k.zswap.shrink_worker_ns);
+        }
+        // 16 failed walks of the root's LRU, with a round trip past the other memcgs between
+        // each two: 15 x 100 more css steps of a DRAM miss (90 ns on x86-server)
+        assert_eq!(run_ns[1] - run_ns[0], 15 * 100 * 90);
+        // and the online ones get a look at their (empty) list: an xarray load and the lock
+        assert_eq!(run_ns[2] - run_ns[1], 15 * 10 * (90 + 30));
+    }
+
     #[test]
     fn the_shrink_worker_writes_back_the_oldest_entries_after_their_second_chance() {
         let (mut k, mm) = boot("v6.18", "", "");
@@ -752,7 +884,9 @@ ops = [{{ op = "mmap", region = "a", size = "4M" }}]
         let (dev, off) = swap_entry_at(&k, mm, start);
         assert!(!k.zswap_entry(dev, off).is_some());
         assert_eq!(k.zswap.stat.written_back_pages, k.stat.get(Vm::Zswpwb));
-        assert!(k.zswap_total_pages() <= k.zswap_accept_thr_pages());
+        // back to the threshold, give or take the zspage the store after the run took
+        let zspage = k.zswap.zs.class(k.zswap.zs.class_of(2213)).pages_per_zspage as u64;
+        assert!(k.zswap_total_pages() <= k.zswap_accept_thr_pages() + zspage);
         // Reading it back comes from the device; a page still in zswap comes from zswap.
         let (pswpin, zswpin) = (k.stat.get(Vm::Pswpin), k.stat.get(Vm::Zswpin));
         k.touch(mm, start, false, 0).unwrap();
@@ -811,7 +945,10 @@ ops = [{{ op = "mmap", region = "a", size = "4M" }}]
         assert_eq!(k.stat.get(Vm::Pswpout), 0);
         assert_eq!(k.zswap.stat.same_filled_pages, 0);
         assert_eq!(k.zswap.stat.stored_pages, 1);
-        assert_eq!(k.zswap.pool_total_size(), PAGE_SIZE);
+        // a 64-byte object: the pool's first zspage of its class (80 bytes, 5 pages)
+        let class = k.zswap.zs.class(k.zswap.zs.class_of(64));
+        assert_eq!(class.pages_per_zspage, 5);
+        assert_eq!(k.zswap.pool_total_size(), 5 * PAGE_SIZE);
     }
 
     #[test]
@@ -856,7 +993,7 @@ ops = [{{ op = "mmap", region = "a", size = "4M" }}]
         assert_eq!(k.stat.get(Vm::Zswpwb), 0);
         // The compressed pages are charged to the memcg (cgroup v2), as whole pages.
         let z = k.zswap.memcg[1];
-        assert_eq!(z.bytes, z.pages * zram_compressed_bytes(128), "{z:?}");
+        assert_eq!(z.bytes, z.pages * 2213, "{z:?}");
         assert_eq!(z.charged_pages(), z.bytes.div_ceil(PAGE_SIZE));
         assert_consistent(&k);
     }

@@ -187,6 +187,13 @@ pub struct Knobs {
     /// time since boot, so zswap_never_enabled() is false even with zswap off now, and large
     /// folios are swapped in page by page (v6.12+). `foliosim validate` sets it from the host.
     pub zswap_enabled_since_boot: bool,
+    /// host_memcgs (a property of the machine, default 0): memory cgroups of the machine
+    /// outside the scenario's (other services', and dying ones not yet freed), which zswap's
+    /// shrink worker walks past (mm/zswap.rs). `foliosim validate` sets it from the host.
+    pub host_memcgs: u32,
+    /// host_memcgs_online (default 0): how many of those are online (the shrink worker calls
+    /// shrink_memcg on them; the dying ones it only passes). `foliosim validate` sets it.
+    pub host_memcgs_online: u32,
 }
 
 /// The zswap compressors the model has costs and compressed sizes for (those of the zram
@@ -216,6 +223,10 @@ const ZSWAP_SHRINKER: &str = "/sys/module/zswap/parameters/shrinker_enabled";
 /// The knob naming the host's cgroup version (not a file: never written live).
 pub const MEMORY_CGROUP_V1: &str = "memory_cgroup_v1";
 pub const ZSWAP_ENABLED_SINCE_BOOT: &str = "zswap_enabled_since_boot";
+/// The knobs counting the host's other memory cgroups, and the online ones among them (not
+/// files: never written live).
+pub const HOST_MEMCGS: &str = "host_memcgs";
+pub const HOST_MEMCGS_ONLINE: &str = "host_memcgs_online";
 
 /// A kernel bool parameter (param_set_bool: y/Y/1 or n/N/0).
 fn parse_param_bool(value: &str) -> Option<bool> {
@@ -278,6 +289,8 @@ impl Default for Knobs {
             zswap_shrinker_enabled: false,
             memory_cgroup_v1: false,
             zswap_enabled_since_boot: false,
+            host_memcgs: 0,
+            host_memcgs_online: 0,
         }
     }
 }
@@ -424,6 +437,14 @@ const SCALAR_KNOBS: &[KnobInfo] = &[
     KnobInfo {
         path: ZSWAP_ENABLED_SINCE_BOOT,
         values: "0|1 (a boot-time property: 1 = zswap was on at some time since boot, so large folios are swapped in page by page)",
+    },
+    KnobInfo {
+        path: HOST_MEMCGS,
+        values: "0..65535 (a property of the machine: memory cgroups outside the scenario's, dying ones included, that zswap's shrink worker walks past)",
+    },
+    KnobInfo {
+        path: HOST_MEMCGS_ONLINE,
+        values: "0..65535 (a property of the machine: how many of host_memcgs are online, the rest dying)",
     },
     KnobInfo {
         path: MEMORY_CGROUP_V1,
@@ -779,6 +800,17 @@ impl Knobs {
             ZSWAP_SHRINKER => {
                 self.zswap_shrinker_enabled = parse_param_bool(value).ok_or_else(bad)?;
             }
+            HOST_MEMCGS | HOST_MEMCGS_ONLINE => {
+                let n = match value.trim().parse::<u32>() {
+                    Ok(n) if n <= u16::MAX as u32 => n,
+                    _ => return Err(bad()),
+                };
+                if path == HOST_MEMCGS {
+                    self.host_memcgs = n;
+                } else {
+                    self.host_memcgs_online = n;
+                }
+            }
             MEMORY_CGROUP_V1 => {
                 self.memory_cgroup_v1 = match value.trim() {
                     "1" => true,
@@ -859,6 +891,8 @@ impl Knobs {
             ZSWAP_SHRINKER => param_bool_name(self.zswap_shrinker_enabled).to_string(),
             MEMORY_CGROUP_V1 => (self.memory_cgroup_v1 as u8).to_string(),
             ZSWAP_ENABLED_SINCE_BOOT => (self.zswap_enabled_since_boot as u8).to_string(),
+            HOST_MEMCGS => self.host_memcgs.to_string(),
+            HOST_MEMCGS_ONLINE => self.host_memcgs_online.to_string(),
             _ => return None,
         };
         Some(value)
