@@ -432,6 +432,25 @@ impl Kernel {
         to
     }
 
+    /// copy_folio_from_iter_atomic (the read copy, reversed) and write_end's folio_mark_dirty:
+    /// the pages the write covers whole take its content class. Returns where the copy ended.
+    pub(super) fn copy_folio_from_user(
+        &mut self,
+        t: u32,
+        folio: FolioId,
+        pos: u64,
+        call_end: u64,
+        data: u8,
+    ) -> u64 {
+        let to = self.copy_folio_iter(t, folio, pos, call_end);
+        let findex = self.mem.index(folio);
+        for p in pos.div_ceil(PAGE_SIZE)..to / PAGE_SIZE {
+            self.mem.pages[(folio + p as u32 - findex) as usize].content = data;
+        }
+        self.folio_mark_dirty(folio);
+        to
+    }
+
     /// folio_mark_accessed on the classic LRU (mm/swap.c): inactive,unreferenced ->
     /// inactive,referenced -> active,unreferenced -> active,referenced; then the hook of
     /// `+pagecache_promotion`.
@@ -528,14 +547,7 @@ impl Kernel {
             if self.files[file as usize].cache[index as usize] != folio {
                 continue;
             }
-            // copy_folio_from_iter_atomic: the read copy, reversed.
-            let to = self.copy_folio_iter(t, folio, st.pos, st.call_end);
-            let findex = self.mem.index(folio);
-            for p in st.pos.div_ceil(PAGE_SIZE)..to / PAGE_SIZE {
-                self.mem.pages[(folio + p as u32 - findex) as usize].content = req.data;
-            }
-            self.folio_mark_dirty(folio);
-            st.pos = to;
+            st.pos = self.copy_folio_from_user(t, folio, st.pos, st.call_end, req.data);
         };
         self.tasks[t as usize].file_write = if matches!(result, Ok(false)) {
             st

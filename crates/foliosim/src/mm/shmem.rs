@@ -834,13 +834,7 @@ impl Kernel {
             if self.files[file as usize].cache[index as usize] != folio {
                 continue;
             }
-            let to = self.copy_folio_iter(t, folio, st.pos, st.call_end);
-            let findex = self.mem.index(folio);
-            for p in st.pos.div_ceil(PAGE_SIZE)..to / PAGE_SIZE {
-                self.mem.pages[(folio + p as u32 - findex) as usize].content = req.data;
-            }
-            self.folio_mark_dirty(folio);
-            st.pos = to;
+            st.pos = self.copy_folio_from_user(t, folio, st.pos, st.call_end, req.data);
         };
         self.tasks[t as usize].file_write = if matches!(result, Ok(false)) {
             st

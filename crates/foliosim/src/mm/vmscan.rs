@@ -684,7 +684,7 @@ impl Kernel {
                 // An shmem folio in its page cache: unmapped like a file folio; a clean one
                 // (never written: all zeros) is dropped; a dirty one goes to swap through
                 // shmem_writeout, leaving the page cache for the swap cache, and is then freed
-                // as an anonymous swap-cache folio would be.
+                // below as an anonymous swap-cache folio is.
                 if self.mem.mapcount(folio) > 0 {
                     self.try_to_unmap(folio);
                     if self.mem.mapcount(folio) > 0 {
@@ -713,12 +713,6 @@ impl Kernel {
                         continue;
                     }
                 }
-                let nr = self.mem.nr_pages(folio) as u64;
-                let shadow = self.workingset_eviction(folio, sc.target_memcg);
-                self.delete_from_swap_cache_shadow(folio, shadow);
-                self.free_folio(folio);
-                reclaimed += nr;
-                continue;
             }
             if !self.mem.test(folio, pg::SWAPCACHE) {
                 let nr = self.mem.nr_pages(folio);
