@@ -20,7 +20,11 @@
 //! nothing among dirty folios waits for writeback (reclaim_throttle, simplified: at the end of
 //! a failed direct or memcg reclaim, not per node).
 //! Evictions leave shadow entries, and refault activations since a target's last reclaim force
-//! deactivation (prepare_scan_control; mm/workingset.rs).
+//! deactivation (prepare_scan_control; mm/workingset.rs). inactive_is_low and those activations
+//! are read from the memcg statistics as last flushed (mm/memcontrol.rs), as the kernel's
+//! lruvec_page_state reads them; the scan targets use the exact list sizes. shmem folios
+//! (mm/shmem.rs) are unmapped like page-cache folios and written by shmem_writeout, then freed
+//! as swap-cache folios.
 //! Left out: proportional scan adjustment, the congested/PGDAT_WRITEBACK throttling of
 //! kswapd, compaction, MGLRU.
 

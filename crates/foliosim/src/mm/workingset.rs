@@ -8,7 +8,8 @@
 //! the reclaim target's age, cgroup, node and PG_workingset into the shadow (pack_shadow);
 //! workingset_test_recent compares the refault distance with the workingset size of the
 //! evicting lruvec (active file, plus inactive file for anon, plus active anon, and inactive anon
-//! for file, when swap space is left); workingset_refault counts the refault, activates a recent
+//! for file, when swap space is left; the sizes as the memcg statistics were last flushed,
+//! mm/memcontrol.rs); workingset_refault counts the refault, activates a recent
 //! one and restores PG_workingset (charging the refault's I/O to lru_note_cost); and the
 //! refault-driven deactivation of prepare_scan_control with snapshot_refaults. Shadows go where
 //! the kernel keeps them: the swap cache slot (`SwapInfo::shadows`; dropped when the slot is
