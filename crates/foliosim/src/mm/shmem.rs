@@ -112,21 +112,20 @@ impl Kernel {
         index: u32,
         write_end_bytes: u64,
     ) -> u32 {
-        let f = &self.files[file as usize];
-        let sh = f.shmem.as_ref().expect("an shmem file");
+        let sh = self.files[file as usize]
+            .shmem
+            .as_ref()
+            .expect("an shmem file");
         if vma_flags.is_some_and(|v| v & VM_NOHUGEPAGE != 0) {
             return 0;
         }
-        let knobs = &self.spec.knobs;
         let global = self.shmem_huge_global_enabled(file, index, write_end_bytes, vma_flags);
-        if !sh.anon || vma_flags.is_none() {
-            return global;
-        }
-        if !self.generation().has_shmem_mthp_knobs() {
+        // tmpfs, a read() or write(), or a kernel without per-size shmem knobs: the mount decides
+        if !sh.anon || vma_flags.is_none() || !self.generation().has_shmem_mthp_knobs() {
             return global;
         }
         // Shared anonymous memory (v6.11+): the per-size knobs, PMD's inherit by default.
-        match knobs.shmem_enabled {
+        match self.spec.knobs.shmem_enabled {
             ShmemHuge::Deny => return 0,
             ShmemHuge::Force => return self.mthp_shmem_orders(MthpShmem::Inherit),
             _ => {}
@@ -160,8 +159,10 @@ impl Kernel {
         write_end_bytes: u64,
         vma_flags: Option<u8>,
     ) -> u32 {
-        let f = &self.files[file as usize];
-        let sh = f.shmem.as_ref().expect("an shmem file");
+        let sh = self.files[file as usize]
+            .shmem
+            .as_ref()
+            .expect("an shmem file");
         let pmd = 1u32 << PMD_ORDER;
         let knob = self.spec.knobs.shmem_enabled;
         match knob {
@@ -281,6 +282,15 @@ impl Kernel {
             .map(Some)
     }
 
+    /// The memcg a new folio is charged to: the faulting mm's, or for read() and write() the
+    /// calling task's.
+    fn shmem_charge_memcg(&self, fault: Option<FaultAt>) -> u16 {
+        match fault {
+            Some(f) => self.mms[f.mm as usize].memcg,
+            None => self.tasks[self.current as usize].memcg,
+        }
+    }
+
     /// The swap entry (device, offset) left at `index`, if the page there is swapped out.
     fn shmem_swap_entry(&self, file: FileId, index: u32) -> Option<(u32, u32)> {
         let sh = self.files[file as usize].shmem.as_ref()?;
@@ -303,39 +313,34 @@ impl Kernel {
     ) -> Result<FolioId, Killed> {
         let vma_flags = fault.map(|f| self.mms[f.mm as usize].vmas[f.vi].flags);
         let orders = self.shmem_allowable_huge_orders(file, vma_flags, index, write_end_bytes);
-        let memcg = match fault {
-            Some(f) => self.mms[f.mm as usize].memcg,
-            None => self.tasks[self.current as usize].memcg,
-        };
+        let memcg = self.shmem_charge_memcg(fault);
         let mut suitable = self.shmem_suitable_orders(file, index, fault, orders);
-        if suitable != 0 {
-            let gfp = self.thp_gfp(vma_flags.unwrap_or(0));
-            while suitable != 0 {
-                let order = 31 - suitable.leading_zeros();
-                suitable &= !(1 << order);
-                let aligned = index & !((1 << order) - 1);
-                let Some(pfn) = self.alloc_pages_task_policy(gfp, order) else {
-                    if order as usize == PMD_ORDER {
-                        self.stat.count(Vm::ThpFileFallback, 1);
-                    }
-                    self.stat.count_mthp(order, Mthp::ShmemFallback);
-                    continue;
-                };
-                if self.shmem_charge_and_add(pfn, order, file, aligned, memcg, gfp) {
-                    if order as usize == PMD_ORDER {
-                        self.stat.count(Vm::ThpFileAlloc, 1);
-                    }
-                    self.stat.count_mthp(order, Mthp::ShmemAlloc);
-                    return Ok(pfn);
-                }
+        let gfp = self.thp_gfp(vma_flags.unwrap_or(0));
+        while suitable != 0 {
+            let order = 31 - suitable.leading_zeros();
+            suitable &= !(1 << order);
+            let aligned = index & !((1 << order) - 1);
+            let Some(pfn) = self.alloc_pages_task_policy(gfp, order) else {
                 if order as usize == PMD_ORDER {
                     self.stat.count(Vm::ThpFileFallback, 1);
-                    self.stat.count(Vm::ThpFileFallbackCharge, 1);
                 }
                 self.stat.count_mthp(order, Mthp::ShmemFallback);
-                self.stat.count_mthp(order, Mthp::ShmemFallbackCharge);
-                break;
+                continue;
+            };
+            if self.shmem_charge_and_add(pfn, order, file, aligned, memcg, gfp) {
+                if order as usize == PMD_ORDER {
+                    self.stat.count(Vm::ThpFileAlloc, 1);
+                }
+                self.stat.count_mthp(order, Mthp::ShmemAlloc);
+                return Ok(pfn);
             }
+            if order as usize == PMD_ORDER {
+                self.stat.count(Vm::ThpFileFallback, 1);
+                self.stat.count(Vm::ThpFileFallbackCharge, 1);
+            }
+            self.stat.count_mthp(order, Mthp::ShmemFallback);
+            self.stat.count_mthp(order, Mthp::ShmemFallbackCharge);
+            break;
         }
         let Some(pfn) = self.alloc_pages_task_policy(Gfp::USER, 0) else {
             return Err(Killed);
@@ -450,10 +455,7 @@ impl Kernel {
             .as_ref()
             .expect("an shmem file");
         let entry_order = sh.swap_order[index as usize] as u32;
-        let memcg = match fault {
-            Some(f) => self.mms[f.mm as usize].memcg,
-            None => self.tasks[self.current as usize].memcg,
-        };
+        let memcg = self.shmem_charge_memcg(fault);
         let (folio, first_index, first_off) = match self.swap_cache_lookup(dev, off) {
             Some((folio, _)) => {
                 let (_, foff) = self.folio_swap_entry(folio);
