@@ -119,6 +119,20 @@ pub struct ReadState {
     pub first_in_call: bool,
 }
 
+impl ReadState {
+    /// A FileRead over [pos, end) about to make its first read() call.
+    pub fn start(pos: u64, end: u64) -> ReadState {
+        ReadState {
+            started: true,
+            pos,
+            end,
+            call_end: pos,
+            last_pos: -1,
+            first_in_call: false,
+        }
+    }
+}
+
 // The read and write requests of file ops are plain scenario values (scenario/types.rs).
 pub use crate::scenario::types::ReadRequest;
 
@@ -133,6 +147,19 @@ pub struct WriteState {
     /// balance_dirty_pages must look again, with this page count, before more is dirtied
     /// (its loop goes on after a pause at the limit).
     pub bdp_pages: u64,
+}
+
+impl WriteState {
+    /// A FileWrite over [pos, end) about to make its first write() call.
+    pub fn start(pos: u64, end: u64) -> WriteState {
+        WriteState {
+            started: true,
+            pos,
+            end,
+            call_end: pos,
+            bdp_pages: 0,
+        }
+    }
 }
 
 pub use crate::scenario::types::WriteRequest;
@@ -307,14 +334,7 @@ impl Kernel {
         }
         if !self.tasks[t as usize].file_read.started {
             let (pos, end) = self.file_op_range(file, req.offset_bytes, req.len_bytes);
-            self.tasks[t as usize].file_read = ReadState {
-                started: true,
-                pos,
-                end,
-                call_end: pos,
-                last_pos: -1,
-                first_in_call: false,
-            };
+            self.tasks[t as usize].file_read = ReadState::start(pos, end);
         }
         let task = &mut self.tasks[t as usize];
         if task.ra.len() <= file as usize {
@@ -491,13 +511,7 @@ impl Kernel {
         let mut st = self.tasks[t as usize].file_write;
         if !st.started {
             let (pos, end) = self.file_op_range(file, req.offset_bytes, req.len_bytes);
-            st = WriteState {
-                started: true,
-                pos,
-                end,
-                call_end: pos,
-                bdp_pages: 0,
-            };
+            st = WriteState::start(pos, end);
         }
         let chunk = if self.files[file as usize].large_folios {
             PAGE_SIZE << super::readahead::MAX_PAGECACHE_ORDER

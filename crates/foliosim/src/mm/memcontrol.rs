@@ -163,6 +163,27 @@ impl Kernel {
         }
     }
 
+    /// A block fresh from the allocator made a folio (`mapping` and `index` as prep_folio takes
+    /// them) and charged to `memcg`; when the charge fails the pages go back to the allocator
+    /// and the result is false.
+    pub fn charge_new_folio(
+        &mut self,
+        pfn: FolioId,
+        order: u32,
+        mapping: u32,
+        memcg: u16,
+        index: u32,
+        gfp: Gfp,
+    ) -> bool {
+        self.mem.prep_folio(pfn, order, mapping, memcg, index);
+        if self.mem_cgroup_charge(pfn, memcg, gfp).is_ok() {
+            return true;
+        }
+        self.mem.clear_folio(pfn);
+        self.free_pages(pfn, order);
+        false
+    }
+
     /// mem_cgroup_charge: Err when the charge failed (the caller falls back or fails the fault).
     pub fn mem_cgroup_charge(&mut self, folio: FolioId, memcg: u16, gfp: Gfp) -> Result<(), ()> {
         let nr = self.mem.nr_pages(folio) as u64;

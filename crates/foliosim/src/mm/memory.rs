@@ -250,10 +250,7 @@ impl Kernel {
             .vma_alloc_folio(Gfp::USER, 0, mm, vi, vpn)
             .ok_or(Killed)?;
         let av = self.mms[mm as usize].anon_vma;
-        self.mem.prep_folio(pfn, 0, av, memcg, vpn);
-        if self.mem_cgroup_charge(pfn, memcg, Gfp::USER).is_err() {
-            self.mem.clear_folio(pfn);
-            self.free_pages(pfn, 0);
+        if !self.charge_new_folio(pfn, 0, av, memcg, vpn, Gfp::USER) {
             return Err(Killed);
         }
         Ok(pfn)
@@ -335,13 +332,10 @@ impl Kernel {
                     let base = vpn & !(nr - 1);
                     let mut charge_failed = false;
                     if let Some(pfn) = self.vma_alloc_folio(gfp, order, mm, vi, base) {
-                        self.mem.prep_folio(pfn, order, av, memcg, base);
-                        if self.mem_cgroup_charge(pfn, memcg, gfp).is_ok() {
+                        if self.charge_new_folio(pfn, order, av, memcg, base, gfp) {
                             break pfn;
                         }
                         charge_failed = true;
-                        self.mem.clear_folio(pfn);
-                        self.free_pages(pfn, order);
                     }
                     if order == 0 {
                         return Err(Killed);
@@ -725,18 +719,25 @@ impl Kernel {
         self.set_pte_range(mm, vi, vpn, page, 1, write);
     }
 
+    /// The write and dirty bits of a new PTE for a page-cache folio: both for a write; write
+    /// alone on a read in a shared writable shmem mapping (shmem wants no write notification).
+    fn file_pte_write_flags(&self, mm: u32, vi: usize, folio: FolioId, write: bool) -> u64 {
+        if write {
+            pt::WRITE | pt::DIRTY
+        } else if self.mem.is_shmem(folio) && self.shmem_maps_writable(mm, vi) {
+            pt::WRITE
+        } else {
+            0
+        }
+    }
+
     /// set_pte_range for a page-cache folio: `nr` PTEs from `vpn` map consecutive pages from
     /// `page` (young, as x86's protections carry the accessed bit; writable and dirty for a
     /// write; writable on a read too in a shared writable shmem mapping, which wants no write
     /// notification), and folio_add_file_rmap_ptes counts them.
     pub fn set_pte_range(&mut self, mm: u32, vi: usize, vpn: u32, page: u32, nr: u32, write: bool) {
         let folio = self.mem.head_of(page);
-        let mut flags = pt::YOUNG;
-        if write {
-            flags |= pt::WRITE | pt::DIRTY;
-        } else if self.mem.is_shmem(folio) && self.shmem_maps_writable(mm, vi) {
-            flags |= pt::WRITE;
-        }
+        let flags = pt::YOUNG | self.file_pte_write_flags(mm, vi, folio, write);
         let v = &mut self.mms[mm as usize].vmas[vi];
         let from = (vpn - v.start) as usize;
         for i in 0..nr as usize {
@@ -775,12 +776,7 @@ impl Kernel {
         {
             return false;
         }
-        let mut flags = pt::YOUNG | pt::PMD;
-        if write {
-            flags |= pt::WRITE | pt::DIRTY;
-        } else if self.mem.is_shmem(folio) && self.shmem_maps_writable(mm, vi) {
-            flags |= pt::WRITE;
-        }
+        let flags = pt::YOUNG | pt::PMD | self.file_pte_write_flags(mm, vi, folio, write);
         let v = &mut self.mms[mm as usize].vmas[vi];
         for i in 0..HPAGE_PMD_NR as usize {
             v.ptes[from + i] = pt::mk_present(folio + i as u32, flags);

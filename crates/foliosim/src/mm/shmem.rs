@@ -48,8 +48,6 @@ pub struct ShmemInode {
     /// Per page index, the order of the swapped entry covering it (a large folio swapped out
     /// whole leaves one multi-index entry).
     pub swap_order: Vec<u8>,
-    /// Pages swapped out (`info->swapped`).
-    pub swapped: u64,
     /// A folio was ever allocated for it, or it was mapped: shmem is in play in the run.
     pub used: bool,
 }
@@ -93,7 +91,6 @@ impl super::filemap::File {
             anon,
             swap: Vec::new(),
             swap_order: Vec::new(),
-            swapped: 0,
             used: false,
         });
         f
@@ -482,13 +479,10 @@ impl Kernel {
                         self.thp_gfp(fault.map_or(0, |f| self.mms[f.mm as usize].vmas[f.vi].flags))
                     };
                     if let Some(pfn) = self.alloc_pages_task_policy(gfp, order) {
-                        self.mem
-                            .prep_folio(pfn, order, file | MAPPING_SHMEM, memcg, aligned);
-                        if self.mem_cgroup_charge(pfn, memcg, gfp).is_ok() {
+                        let mapping = file | MAPPING_SHMEM;
+                        if self.charge_new_folio(pfn, order, mapping, memcg, aligned, gfp) {
                             break pfn;
                         }
-                        self.mem.clear_folio(pfn);
-                        self.free_pages(pfn, order);
                     }
                     if order == 0 {
                         return Err(Killed);
@@ -529,7 +523,6 @@ impl Kernel {
                 sh.swap_order[i as usize] = 0;
             }
         }
-        sh.swapped -= nr as u64;
         self.shmem_add_to_page_cache(folio);
         self.memcg_add_swap(memcg, -(nr as i64));
         if sgp == Sgp::Write {
@@ -594,7 +587,6 @@ impl Kernel {
             sh.swap[(index + i) as usize] = super::swap_state::pack_swap_entry(dev, off + i);
             sh.swap_order[(index + i) as usize] = order;
         }
-        sh.swapped += nr as u64;
         // the mapping's reference on each slot (folio_dup_swap)
         for i in 0..nr {
             self.swap_duplicate(dev, off + i);
@@ -610,7 +602,6 @@ impl Kernel {
                 sh.swap[(index + i) as usize] = NO_SWAP;
                 sh.swap_order[(index + i) as usize] = 0;
             }
-            sh.swapped -= nr as u64;
             self.memcg_add_swap(memcg, -(nr as i64));
             self.delete_from_swap_cache(folio);
             for i in 0..nr {
@@ -643,7 +634,6 @@ impl Kernel {
                 let sh = self.files[file as usize].shmem.as_mut().expect("shmem");
                 sh.swap[i] = NO_SWAP;
                 sh.swap_order[i] = 0;
-                sh.swapped -= 1;
                 let memcg = self.tasks[self.current as usize].memcg;
                 self.memcg_add_swap(memcg, -1);
                 self.free_swap_and_cache(dev, off);
@@ -744,14 +734,7 @@ impl Kernel {
         let mut st = self.tasks[t as usize].file_read;
         if !st.started {
             let (pos, end) = self.file_op_range(file, req.offset_bytes, req.len_bytes);
-            st = super::filemap::ReadState {
-                started: true,
-                pos,
-                end,
-                call_end: pos,
-                last_pos: -1,
-                first_in_call: false,
-            };
+            st = super::filemap::ReadState::start(pos, end);
         }
         let result = loop {
             if st.pos >= st.end {
@@ -806,13 +789,7 @@ impl Kernel {
         let mut st = self.tasks[t as usize].file_write;
         if !st.started {
             let (pos, end) = self.file_op_range(file, req.offset_bytes, req.len_bytes);
-            st = super::filemap::WriteState {
-                started: true,
-                pos,
-                end,
-                call_end: pos,
-                bdp_pages: 0,
-            };
+            st = super::filemap::WriteState::start(pos, end);
         }
         let chunk = PAGE_SIZE << PMD_ORDER;
         let result = loop {
@@ -986,7 +963,6 @@ ops = [{{ op = "sleep", time = "1ms" }}]
                 .count(),
             1
         );
-        assert_eq!(k.files[file as usize].shmem.as_ref().unwrap().swapped, 1);
         assert_consistent(&k);
         let majfaults = k.stat.get(Vm::Pgmajfault);
         k.touch(mm, start, false, 0).unwrap();
@@ -1023,7 +999,15 @@ ops = [{{ op = "sleep", time = "1ms" }}]
         assert_eq!(evict(&mut k, folio), 1);
         assert_eq!(k.stat.get(Vm::Pswpout), 0);
         assert_eq!(k.files[file as usize].cache[1], NIL);
-        assert_eq!(k.files[file as usize].shmem.as_ref().unwrap().swapped, 0);
+        assert_eq!(
+            k.files[file as usize]
+                .shmem
+                .as_ref()
+                .unwrap()
+                .swap_entries()
+                .count(),
+            0
+        );
         assert_consistent(&k);
     }
 
@@ -1122,10 +1106,26 @@ ops = [{{ op = "sleep", time = "1ms" }}]
         let file = file_of(&k, mm, start);
         let first = folio_at(&k, mm, start);
         evict(&mut k, first);
-        assert_eq!(k.files[file as usize].shmem.as_ref().unwrap().swapped, 1);
+        assert_eq!(
+            k.files[file as usize]
+                .shmem
+                .as_ref()
+                .unwrap()
+                .swap_entries()
+                .count(),
+            1
+        );
         k.munmap(mm, start);
         assert_eq!(k.files[file as usize].nrpages, 0);
-        assert_eq!(k.files[file as usize].shmem.as_ref().unwrap().swapped, 0);
+        assert_eq!(
+            k.files[file as usize]
+                .shmem
+                .as_ref()
+                .unwrap()
+                .swap_entries()
+                .count(),
+            0
+        );
         assert!(k.nr_free_pages() >= free - 1, "the pages went back");
         assert_consistent(&k);
 
