@@ -7,7 +7,7 @@
  * (docs/calibration.md says which measurement gives which cost). The process pins itself to one
  * CPU so that a measurement is not split across cores.
  *
- * Usage: calibrate BENCH PAGES [CPU]
+ * Usage: calibrate BENCH PAGES [CPU [DEVICE]]
  *   read_fault   read one byte of each fresh anonymous page (THP off): maps the shared zero page
  *   write_fault  write one byte of each fresh anonymous page (THP off): allocate, zero, map
  *   thp_fault    write one byte of each 2 MiB of a MADV_HUGEPAGE mapping; ps per 4 KiB
@@ -17,12 +17,21 @@
  *   pageout_data / pageout_same   MADV_PAGEOUT of pages of class "data" / same-filled
  *                (needs a swap device), ps per page; then reading each page back prints
  *                swapin_data / swapin_same
+ *   pageout_same_64k   the same for same-filled pages in 64 KiB folios (needs
+ *                hugepages-64kB/enabled "always" and no larger size enabled; checked with the
+ *                size's stats): pageout_same_64k and swapin_same_64k, ps per 4 KiB page
+ *   same_scan    zram's page_same_filled test (first word against the last, then every word)
+ *                over resident same-filled pages; ps per page
+ *   zram_read    O_DIRECT reads of PAGES 4 KiB blocks of the zram device DEVICE (4th argument)
+ *                that hold nothing (zram fills them as it fills a same-filled page), as 4 KiB
+ *                requests (zram_read_4k) and as 64 KiB requests (zram_read_64k); ps per 4 KiB
  *   mprotect_local / mprotect_remote   mprotect of one resident page to read-only and back,
  *                alone, or while a thread of the same process runs on another CPU (whose TLB
  *                must then be flushed by IPI); ps per mprotect call
  */
 #include "bench.h"
 
+#include <fcntl.h>
 #include <pthread.h>
 #include <sched.h>
 #include <sys/wait.h>
@@ -247,6 +256,148 @@ static void pageout(uint64_t pages, unsigned int data, const char *out_name, con
 	(void)sink;
 }
 
+/* page_same_filled's test, as drivers/block/zram does it: the last word first, then the rest */
+static int same_filled(const uint64_t *page)
+{
+	const unsigned int last = PAGE_BYTES / sizeof(*page) - 1;
+	uint64_t v = page[0];
+
+	if (v != page[last])
+		return 0;
+	for (unsigned int i = 1; i < last; i++)
+		if (page[i] != v)
+			return 0;
+	return 1;
+}
+
+/* The scan zram makes of each page it stores (64 MiB, beyond most last-level caches). */
+static void same_scan(uint64_t pages)
+{
+	char *mem = map_small(pages);
+	uint64_t start, elapsed, same = 0;
+
+	for (uint64_t p = 0; p < pages; p++)
+		fill_page(mem + p * PAGE_BYTES, DATA_SAME_FILLED, p);
+	start = now_ns();
+	for (uint64_t p = 0; p < pages; p++)
+		same += same_filled((const uint64_t *)(mem + p * PAGE_BYTES));
+	elapsed = now_ns() - start;
+	if (same != pages)
+		die("same_scan: a same-filled page was not found same-filled");
+	result("same_scan", elapsed, pages);
+}
+
+/* A counter of one mTHP size (/sys/kernel/mm/transparent_hugepage/hugepages-64kB/stats/swpout) */
+static uint64_t mthp_stat(unsigned int size_kb, const char *stat)
+{
+	char path[128];
+	FILE *f;
+	unsigned long long v = 0;
+
+	snprintf(path, sizeof(path),
+		 "/sys/kernel/mm/transparent_hugepage/hugepages-%ukB/stats/%s", size_kb, stat);
+	f = fopen(path, "r");
+	if (!f)
+		return 0;
+	if (fscanf(f, "%llu", &v) != 1)
+		v = 0;
+	fclose(f);
+	return v;
+}
+
+/*
+ * pageout() for same-filled pages in folios of `size_kb`: each folio is one bio, which zram
+ * stores one 4 KiB page at a time, so against order 0 this separates zram's per-page work from
+ * the per-folio (per-bio, per-fault, per-reclaim) work. Each step is checked with the size's
+ * counters: faults that got folios of that size, swap-outs and swap-ins of whole folios.
+ */
+static void pageout_mthp(uint64_t pages, unsigned int size_kb, const char *out_name,
+			 const char *in_name)
+{
+	uint64_t per_folio = size_kb / 4, folios = pages / per_folio, start, elapsed, swapped, before;
+	char *mem = map_aligned(pages * PAGE_BYTES);
+	volatile char sink = 0;
+
+	before = mthp_stat(size_kb, "anon_fault_alloc");
+	for (uint64_t p = 0; p < pages; p++)
+		fill_page(mem + p * PAGE_BYTES, DATA_SAME_FILLED, p);
+	if (mthp_stat(size_kb, "anon_fault_alloc") - before < folios * 95 / 100) {
+		printf("skip name=%s reason=fewer-than-95%%-of-faults-got-%ukB-folios\n", out_name,
+		       size_kb);
+		return;
+	}
+	before = mthp_stat(size_kb, "swpout");
+	start = now_ns();
+	if (madvise(mem, pages * PAGE_BYTES, MADV_PAGEOUT)) {
+		skip(out_name, "madvise(MADV_PAGEOUT)-failed");
+		return;
+	}
+	elapsed = now_ns() - start;
+	swapped = rollup_kb("Swap") / 4;
+	if (swapped < pages * 95 / 100 || mthp_stat(size_kb, "swpout") - before < folios * 95 / 100) {
+		printf("skip name=%s reason=fewer-than-95%%-of-%ukB-folios-swapped-out-whole\n",
+		       out_name, size_kb);
+		return;
+	}
+	result(out_name, elapsed, swapped);
+	before = mthp_stat(size_kb, "swpin");
+	start = now_ns();
+	for (uint64_t p = 0; p < pages; p++)
+		sink += ((volatile char *)mem)[p * PAGE_BYTES];
+	elapsed = now_ns() - start;
+	(void)sink;
+	if (mthp_stat(size_kb, "swpin") - before < folios * 95 / 100) {
+		/* v6.12+: none once zswap was enabled since boot (zswap_never_enabled) */
+		printf("skip name=%s reason=fewer-than-95%%-of-%ukB-folios-swapped-in-whole-"
+		       "(zswap-on-since-boot?)\n", in_name, size_kb);
+		return;
+	}
+	result(in_name, elapsed, pages);
+}
+
+/*
+ * zram_bio_read takes a request apart into 4 KiB pages, each read through its own slot: reading
+ * the same blocks as 4 KiB and as 64 KiB requests separates zram's work per page from the
+ * request's. The blocks start 1 MiB into the device, past a swap header; blocks that hold
+ * nothing are filled like same-filled ones (zram_read_page: no handle or ZRAM_SAME).
+ */
+static void zram_read(uint64_t pages, const char *dev)
+{
+	const uint64_t skip_bytes = 1 << 20, request_pages = 16;
+	uint64_t start, elapsed;
+	char *buf;
+	int fd;
+
+	if (!dev) {
+		skip("zram_read_4k", "no-device-given");
+		return;
+	}
+	fd = open(dev, O_RDONLY | O_DIRECT);
+	if (fd < 0) {
+		skip("zram_read_4k", "cannot-open-the-device-with-O_DIRECT");
+		return;
+	}
+	/* each block is read into a page of its own, as a swap-in fills a page of its own */
+	pages -= pages % request_pages;
+	buf = map_small(pages);
+	populate(buf, pages);
+	start = now_ns();
+	for (uint64_t p = 0; p < pages; p++)
+		if (pread(fd, (char *)buf + p * PAGE_BYTES, PAGE_BYTES,
+			  skip_bytes + p * PAGE_BYTES) != PAGE_BYTES)
+			die("pread 4 KiB");
+	elapsed = now_ns() - start;
+	result("zram_read_4k", elapsed, pages);
+	start = now_ns();
+	for (uint64_t p = 0; p < pages; p += request_pages)
+		if (pread(fd, (char *)buf + p * PAGE_BYTES, request_pages * PAGE_BYTES,
+			  skip_bytes + p * PAGE_BYTES) != (ssize_t)(request_pages * PAGE_BYTES))
+			die("pread 64 KiB");
+	elapsed = now_ns() - start;
+	result("zram_read_64k", elapsed, pages);
+	close(fd);
+}
+
 static volatile int stop_spinning;
 static char *shared_page;
 
@@ -315,6 +466,12 @@ int main(int argc, char **argv)
 		pageout(pages, DATA_DEFAULT, "pageout_data", "swapin_data");
 	else if (!strcmp(argv[1], "pageout_same"))
 		pageout(pages, DATA_SAME_FILLED, "pageout_same", "swapin_same");
+	else if (!strcmp(argv[1], "same_scan"))
+		same_scan(pages);
+	else if (!strcmp(argv[1], "zram_read"))
+		zram_read(pages, argc > 4 ? argv[4] : NULL);
+	else if (!strcmp(argv[1], "pageout_same_64k"))
+		pageout_mthp(pages, 64, "pageout_same_64k", "swapin_same_64k");
 	else if (!strcmp(argv[1], "mprotect_local"))
 		mprotect_bench("mprotect_local", pages, -1);
 	else if (!strcmp(argv[1], "mprotect_remote")) {

@@ -1,6 +1,6 @@
 //! `foliosim calibrate`: measures this machine's values for the costs the model charges most
 //! (fault entry, zeroing, copy-on-write, user stores and accesses, zram compression and
-//! decompression, remote TLB flushes) with kernel-bench/calibrate.c, and writes a hardware
+//! decompression, zram's own work per 4 KiB page, remote TLB flushes) with kernel-bench/calibrate.c, and writes a hardware
 //! profile: each measured cost with its median and spread, the rest from a base profile.
 //!
 //! Every measurement is a differential where the kernel does not let one cost be timed alone
@@ -8,7 +8,8 @@
 //! then run 2, ...) so that a drift of the machine moves both sides of a difference, and each
 //! benchmark runs once unrecorded first: this machine is a VM whose fresh guest memory costs
 //! host faults on first touch, which a warm-up takes out. What it changes (THP `enabled` when
-//! `never`, zswap off, one zram swap device) is recorded in a live session and undone after
+//! `never`, zswap off, one zram swap device, the mTHP sizes' `enabled` for the 64 KiB swap
+//! benchmark) is recorded in a live session and undone after
 //! success, failure or a signal.
 
 use std::collections::BTreeMap;
@@ -96,9 +97,16 @@ fn host_name() -> String {
 
 /// One invocation of the calibrate program: its `result` lines (name -> picoseconds per unit);
 /// `skip` lines are printed as notes.
-fn bench(bin: &Path, name: &str, units: u64, cpu: u32) -> Result<BTreeMap<String, u64>, Failure> {
+fn bench(
+    bin: &Path,
+    name: &str,
+    units: u64,
+    cpu: u32,
+    device: Option<&Path>,
+) -> Result<BTreeMap<String, u64>, Failure> {
     let out = Command::new(bin.join("calibrate"))
         .args([name, &units.to_string(), &cpu.to_string()])
+        .args(device)
         .output()
         .map_err(|e| failed(format!("cannot run kernel-bench calibrate: {e}")))?;
     if !out.status.success() {
@@ -133,13 +141,14 @@ fn bench(bin: &Path, name: &str, units: u64, cpu: u32) -> Result<BTreeMap<String
     Ok(results)
 }
 
-/// Runs `benches` (name, units) `runs` times, interleaved, each once before unrecorded;
-/// returns every result name's values in picoseconds.
+/// Runs `benches` (name, units) `runs` times, interleaved, each once before unrecorded, with
+/// the zram `device` where given; returns every result name's values in picoseconds.
 fn measure(
     bin: &Path,
     benches: &[(&str, u64)],
     runs: u64,
     cpu: u32,
+    device: Option<&Path>,
 ) -> Result<BTreeMap<String, Vec<u64>>, Failure> {
     let mut all: BTreeMap<String, Vec<u64>> = BTreeMap::new();
     for round in 0..=runs {
@@ -150,7 +159,7 @@ fn measure(
                     status: 128 + sig,
                 });
             }
-            let results = bench(bin, name, *units, cpu)?;
+            let results = bench(bin, name, *units, cpu, device)?;
             if round == 0 {
                 continue;
             }
@@ -200,9 +209,24 @@ fn derive(
     })
 }
 
-/// The costs, from the raw measurements (ps per unit) and the base profile's PTE cost.
+/// Pages per folio of the large-folio swap benchmarks (64 KiB).
+const MTHP_PAGES: f64 = 16.0;
+
+/// The per-4 KiB part of a cost measured per page at order 0 (`order0_ps`) and in 16-page
+/// folios (`mthp_ps`): with t = per_page + per_folio / pages_per_folio at both sizes,
+/// per_page = (16 t16 - t1) / 15.
+fn per_page_ps(order0_ps: f64, mthp_ps: f64) -> f64 {
+    (MTHP_PAGES * mthp_ps - order0_ps) / (MTHP_PAGES - 1.0)
+}
+
+/// The costs, from the raw measurements (ps per unit) and the base profile's costs the model
+/// charges on the measured paths besides the one measured.
 fn costs(raw: &BTreeMap<String, Vec<u64>>, base: &HwProfile) -> Vec<Measured> {
     let pte_ps = base.costs.pte_update_ns as f64 * 1000.0;
+    // what the model charges per 4 KiB of a same-filled page's swap-out besides zram's own
+    // work: the page_same_filled scan (as measured, `same_scan`), try_to_unmap's PTE clear and
+    // its local flush (x86); of a read of an empty block: the fill (charged as the scan)
+    let flush_one_ps = base.costs.tlb_flush_local_one_ns as f64 * 1000.0;
     let ns = |ps: f64| ps / 1000.0;
     let candidates = [
         derive(raw, "fault_entry_ns", &["read_fault"], |v| ns(v[0] - pte_ps),
@@ -219,6 +243,14 @@ fn costs(raw: &BTreeMap<String, Vec<u64>>, base: &HwProfile) -> Vec<Measured> {
             "MADV_PAGEOUT to zram (lzo) of pages of the data class minus of same-filled pages, which take the same path but are not compressed"),
         derive(raw, "zram_decompress_ns", &["swapin_data", "swapin_same"], |v| ns(v[0] - v[1]),
             "swap-in fault from zram of a data-class page minus of a same-filled one"),
+        derive(raw, "zram_same_page_ns", &["same_scan"], |v| ns(v[0]),
+            "zram's page_same_filled test (last word, then every word) over 64 MiB of resident same-filled pages, per page; the read side's fill (memset of the page) is charged at the same cost"),
+        derive(raw, "zram_page_write_ns", &["pageout_same", "pageout_same_64k", "same_scan"],
+            |v| ns(per_page_ps(v[0], v[1]) - v[2] - pte_ps - flush_one_ps),
+            "MADV_PAGEOUT to zram of same-filled pages in 64 KiB folios and at order 0, per 4 KiB: the part that does not fall with the folio size, (16 t64K - t4K) / 15, minus the measured zram_same_page_ns and the base profile's pte_update_ns and tlb_flush_local_one_ns (the model's other per-page charges on that path); includes any per-4 KiB work of the swap-out path the model does not charge elsewhere (swap cache, swap_map and swap_cgroup entries)"),
+        derive(raw, "zram_page_read_ns", &["zram_read_4k", "zram_read_64k", "same_scan"],
+            |v| ns(per_page_ps(v[0], v[1]) - v[2]),
+            "O_DIRECT reads of 64 MiB of empty zram blocks (filled as same-filled pages are) as 64 KiB and as 4 KiB requests, per 4 KiB: (16 t64K - t4K) / 15, minus the measured zram_same_page_ns; includes pinning the user page for O_DIRECT, not the slot's free notification after a swap-in"),
         derive(raw, "tlb_flush_ipi_send_ns", &["mprotect_remote", "mprotect_local"], |v| ns(v[0] - v[1]),
             "mprotect of one page while a thread of the process runs on the other CPU minus without it: the flush IPI sent and waited for"),
     ];
@@ -289,6 +321,50 @@ pub fn calibrate(args: &CalibrateArgs) -> Result<(), Failure> {
     Ok(())
 }
 
+/// The mTHP size of the large-folio swap benchmarks.
+const MTHP_SIZE: &str = "64kB";
+const THP_SYSFS: &str = "/sys/kernel/mm/transparent_hugepage";
+
+/// Anonymous faults get folios of `size` only: its `enabled` set to `always`, every other
+/// size's (PMD THP's too) to `never`, each change recorded in the session. A kernel without the
+/// size keeps its settings, and the benchmark notes that it cannot run.
+fn only_mthp_size(session: &mut Session, size: &str) -> Result<(), Failure> {
+    let Ok(dirs) = std::fs::read_dir(THP_SYSFS) else {
+        return Ok(());
+    };
+    let mut sizes: Vec<String> = dirs
+        .flatten()
+        .filter_map(|e| {
+            e.file_name()
+                .to_str()?
+                .strip_prefix("hugepages-")
+                .map(String::from)
+        })
+        .collect();
+    if !sizes.iter().any(|s| s == size) {
+        return Ok(());
+    }
+    sizes.sort();
+    for s in sizes {
+        let path = format!("{THP_SYSFS}/hugepages-{s}/enabled");
+        let Some(now) = sys::read(&path).map(|t| sys::knob_value(&t)) else {
+            continue;
+        };
+        let want = if s == size { "always" } else { "never" };
+        if sys::same_knob_value(&now, want) {
+            continue;
+        }
+        let change = Change {
+            path: path.into(),
+            before: now,
+            value: want.into(),
+        };
+        eprintln!("  {}: {} -> {}", change.path, change.before, change.value);
+        session.set_knob(&change).map_err(failed)?;
+    }
+    Ok(())
+}
+
 fn measure_all(
     bin: &Path,
     runs: u64,
@@ -328,11 +404,13 @@ fn measure_all(
             ("cow", FAULT_PAGES),
             ("word_write", RESIDENT_PAGES),
             ("touch", RESIDENT_PAGES),
+            ("same_scan", FAULT_PAGES),
             ("mprotect_local", MPROTECT_CALLS),
             ("mprotect_remote", MPROTECT_CALLS),
         ],
         runs,
         cpu,
+        None,
     )?;
     let (z, algorithm) = session
         .add_zram_swap(ZRAM_BYTES, 32767, false)
@@ -341,13 +419,64 @@ fn measure_all(
         "  swap: {} ({algorithm}), priority 32767",
         z.dev().display()
     );
+    only_mthp_size(session, MTHP_SIZE)?;
     eprintln!("calibrate: zram swap-out and swap-in, {runs} runs after a warm-up");
     let swap = measure(
         bin,
-        &[("pageout_data", FAULT_PAGES), ("pageout_same", FAULT_PAGES)],
+        &[
+            ("pageout_data", FAULT_PAGES),
+            ("pageout_same", FAULT_PAGES),
+            ("pageout_same_64k", FAULT_PAGES),
+            ("zram_read", FAULT_PAGES),
+        ],
         runs,
         cpu,
+        Some(&z.dev()),
     )?;
     raw.extend(swap);
     Ok(raw)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn per_page_part_of_a_per_folio_and_per_page_cost() {
+        // 2,000 ps per page and 24,000 per folio: 26,000 a page alone, 3,500 a page in 16s
+        assert_eq!(per_page_ps(26_000.0, 2_000.0 + 24_000.0 / 16.0), 2_000.0);
+    }
+
+    #[test]
+    fn zram_page_costs_come_from_the_order_0_and_64k_round_trips() {
+        let base = hw::profile("x86-server").unwrap();
+        let c = &base.costs;
+        // per 4 KiB: zram's own work 1,000 ns out and 700 ns in, besides the scan or fill and
+        // the base's other per-page charges; per folio 3,200 ns out and 2,400 ns in
+        // the page_same_filled scan measured at 120 ns
+        let out_page = 1_000 + 120 + c.pte_update_ns + c.tlb_flush_local_one_ns;
+        let in_page = 700 + 120;
+        let ps = |page_ns: u64, folio_ns: u64, pages: u64| (page_ns + folio_ns / pages) * 1000;
+        let raw: BTreeMap<String, Vec<u64>> = [
+            ("pageout_same", ps(out_page, 3_200, 1)),
+            ("pageout_same_64k", ps(out_page, 3_200, 16)),
+            ("zram_read_4k", ps(in_page, 2_400, 1)),
+            ("zram_read_64k", ps(in_page, 2_400, 16)),
+            ("same_scan", 120_000),
+            // large-folio swap-in is measured but derives nothing
+            ("swapin_same", 4_000_000),
+            ("swapin_same_64k", 3_000_000),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), vec![v, v, v]))
+        .collect();
+        let measured = costs(&raw, &base);
+        let cost = |name: &str| measured.iter().find(|m| m.cost == name).map(|m| m.spread);
+        assert_eq!(cost("zram_page_write_ns").unwrap().median, 1_000);
+        assert_eq!(cost("zram_page_read_ns").unwrap().median, 700);
+        assert_eq!(cost("zram_page_read_ns").unwrap().runs, 3);
+        assert_eq!(cost("zram_same_page_ns").unwrap().median, 120);
+        // nothing else was measured
+        assert_eq!(measured.len(), 3);
+    }
 }

@@ -81,7 +81,8 @@ fn a_bad_base_profile_exits_2_naming_it() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-/// What calibrate may change and must restore: swap areas, zram devices, THP and zswap knobs.
+/// What calibrate may change and must restore: swap areas, zram devices, THP (every size's) and
+/// zswap knobs.
 fn machine_state() -> Vec<String> {
     let read = |p: &str| std::fs::read_to_string(p).unwrap_or_default();
     let mut zram: Vec<String> = std::fs::read_dir("/sys/block")
@@ -93,12 +94,27 @@ fn machine_state() -> Vec<String> {
         })
         .unwrap_or_default();
     zram.sort();
-    vec![
+    let mut mthp_sizes: Vec<String> = std::fs::read_dir("/sys/kernel/mm/transparent_hugepage")
+        .map(|d| {
+            d.flatten()
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .filter(|n| n.starts_with("hugepages-"))
+                .collect()
+        })
+        .unwrap_or_default();
+    mthp_sizes.sort();
+    let mut state = vec![
         read("/proc/swaps"),
         zram.join(","),
         read("/sys/kernel/mm/transparent_hugepage/enabled"),
         read("/sys/module/zswap/parameters/enabled"),
-    ]
+    ];
+    for size in mthp_sizes {
+        state.push(read(&format!(
+            "/sys/kernel/mm/transparent_hugepage/{size}/enabled"
+        )));
+    }
+    state
 }
 
 #[test]

@@ -157,6 +157,13 @@ hw_costs! {
     zram_decompress_ns,
     /// Detecting a same-filled page (a scan of 4 KiB) and storing it.
     zram_same_page_ns,
+    /// zram's own work per 4 KiB written, besides compression and the same-filled scan: the
+    /// slot lock, freeing the slot's old object, the table entry and the statistics (zram writes
+    /// a large folio's bio one page at a time).
+    zram_page_write_ns,
+    /// zram's own work per 4 KiB read, besides decompression and the same-filled fill: the slot
+    /// lock, the object lookup, the statistics, and the slot's free notification afterwards.
+    zram_page_read_ns,
     /// bio submission plus completion, per request (not per page).
     block_io_overhead_ns,
     // memory tiers

@@ -5,6 +5,11 @@
 //! submitter waits when its device already has BLKDEV_NR_REQUESTS writes queued.
 //! Models the costs of drivers/block/brd.c, drivers/block/zram (same-filled pages stored without
 //! compression; compressed size by content class), and an NVMe / rotational disk as a queue.
+//! zram (v6.1-v6.18: zram_bio_write / zram_bio_read, formerly __zram_make_request) takes a bio
+//! apart into 4 KiB pages and stores or loads each through its own slot: the bio's overhead is
+//! charged once per request, zram's slot, table and statistics work once per page
+//! (`zram_page_write_ns`, `zram_page_read_ns`), besides each page's compression or same-filled
+//! scan and fill.
 //! zram's figures follow its mm_stat, and the memory holding its compressed objects is taken from
 //! the machine (whole pages, as zsmalloc packs objects; its fragmentation is not modelled). Left
 //! out: zram's memory limit, writeback device and recompression; brd's own memory; request
@@ -137,29 +142,34 @@ impl Kernel {
         let now = self.clock_ns;
         let (cpu_ns, done_ns) = match si.kind {
             SwapKind::Brd => (
-                hw.block_io_overhead_ns + nr as u64 * hw.brd_page_write_ns,
+                SwapCpu::block_io(hw.block_io_overhead_ns + nr as u64 * hw.brd_page_write_ns),
                 0,
             ),
             SwapKind::Zram => {
-                let mut cpu = hw.block_io_overhead_ns;
+                // zram_write_page for each 4 KiB of the bio
+                let mut compression = 0;
                 for s in off..off + nr {
                     let c = si.content[s as usize];
                     si.zram_stored[s as usize] = true;
                     si.zram.pages_stored += 1;
-                    cpu += same_filled_scan_ns(hw, c);
+                    compression += same_filled_scan_ns(hw, c);
                     if c <= content::SAME_FILLED {
                         si.zram.same_pages += 1;
                     } else {
                         si.zram.compr_data_size += zram_compressed_bytes(c);
-                        cpu += zram_compress_ns(hw.zram_compress_ns, c);
+                        compression += zram_compress_ns(hw.zram_compress_ns, c);
                     }
                 }
+                let cpu = SwapCpu {
+                    block_io_ns: hw.block_io_overhead_ns + nr as u64 * hw.zram_page_write_ns,
+                    compression_ns: compression,
+                };
                 (cpu, 0)
             }
             SwapKind::Ssd | SwapKind::File => {
                 let service = Self::transfer_ns(bytes, hw.ssd_bandwidth_bytes_per_s);
                 (
-                    hw.block_io_overhead_ns,
+                    SwapCpu::block_io(hw.block_io_overhead_ns),
                     si.queue.serve(now, service) + hw.ssd_write_latency_ns,
                 )
             }
@@ -171,10 +181,13 @@ impl Kernel {
                 };
                 si.head_pos = off + nr;
                 let service = seek + Self::transfer_ns(bytes, hw.hdd_bandwidth_bytes_per_s);
-                (hw.block_io_overhead_ns, si.queue.serve(now, service))
+                (
+                    SwapCpu::block_io(hw.block_io_overhead_ns),
+                    si.queue.serve(now, service),
+                )
             }
         };
-        self.charge_swap_cpu(dev, cpu_ns);
+        self.charge_swap_cpu(cpu_ns);
         self.zram_sync_memory(dev);
         self.wait_for_request_slot(dev);
         done_ns.max(self.clock_ns)
@@ -187,22 +200,27 @@ impl Kernel {
         let si = &mut self.swap[dev as usize];
         let now = self.clock_ns;
         let (cpu_ns, done_ns) = match si.kind {
-            SwapKind::Brd => (hw.block_io_overhead_ns + nr as u64 * hw.brd_page_read_ns, 0),
+            SwapKind::Brd => (
+                SwapCpu::block_io(hw.block_io_overhead_ns + nr as u64 * hw.brd_page_read_ns),
+                0,
+            ),
             SwapKind::Zram => {
+                // zram_read_page for each 4 KiB of the bio: a same-filled slot is filled, any
+                // other decompressed
                 let same = (off..off + nr)
                     .filter(|&s| si.content[s as usize] <= content::SAME_FILLED)
                     .count() as u64;
-                (
-                    hw.block_io_overhead_ns
-                        + same * hw.zram_same_page_ns
+                let cpu = SwapCpu {
+                    block_io_ns: hw.block_io_overhead_ns + nr as u64 * hw.zram_page_read_ns,
+                    compression_ns: same * hw.zram_same_page_ns
                         + (nr as u64 - same) * hw.zram_decompress_ns,
-                    0,
-                )
+                };
+                (cpu, 0)
             }
             SwapKind::Ssd | SwapKind::File => {
                 let service = Self::transfer_ns(bytes, hw.ssd_bandwidth_bytes_per_s);
                 (
-                    hw.block_io_overhead_ns,
+                    SwapCpu::block_io(hw.block_io_overhead_ns),
                     si.queue.serve(now, service) + hw.ssd_read_latency_ns,
                 )
             }
@@ -214,22 +232,116 @@ impl Kernel {
                 };
                 si.head_pos = off + nr;
                 let service = seek + Self::transfer_ns(bytes, hw.hdd_bandwidth_bytes_per_s);
-                (hw.block_io_overhead_ns, si.queue.serve(now, service))
+                (
+                    SwapCpu::block_io(hw.block_io_overhead_ns),
+                    si.queue.serve(now, service),
+                )
             }
         };
-        self.charge_swap_cpu(dev, cpu_ns);
+        self.charge_swap_cpu(cpu_ns);
         done_ns.max(self.clock_ns)
     }
 
-    /// The CPU time of one request to device `dev`: the bio's overhead (and brd's copies) is
-    /// block I/O; on zram, the rest is compression.
-    fn charge_swap_cpu(&mut self, dev: u32, cpu_ns: u64) {
-        let rest = cpu_ns - self.hw.block_io_overhead_ns;
-        let rest_kind = match self.swap[dev as usize].kind {
-            SwapKind::Zram => TimeKind::Compression,
-            _ => TimeKind::BlockIo,
-        };
-        self.spend(TimeKind::BlockIo, self.hw.block_io_overhead_ns);
-        self.spend(rest_kind, rest);
+    /// The CPU time of one request, block I/O first (the bio is set up before the driver works
+    /// on its pages).
+    fn charge_swap_cpu(&mut self, cpu: SwapCpu) {
+        self.spend(TimeKind::BlockIo, cpu.block_io_ns);
+        self.spend(TimeKind::Compression, cpu.compression_ns);
+    }
+}
+
+/// The CPU time of one request to a swap device, by kind: the bio's overhead, brd's copies and
+/// zram's per-page slot work are block I/O; zram's compression, decompression and same-filled
+/// scans and fills are compression.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct SwapCpu {
+    block_io_ns: u64,
+    compression_ns: u64,
+}
+
+impl SwapCpu {
+    fn block_io(ns: u64) -> SwapCpu {
+        SwapCpu {
+            block_io_ns: ns,
+            compression_ns: 0,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn boot_zram() -> (Kernel, u32) {
+        let toml = r#"
+name = "t"
+[machine]
+hardware = "x86-server"
+[[machine.node]]
+memory = "256M"
+cpus = 2
+[[swap]]
+name = "zram0"
+kind = "zram"
+size = "64M"
+[[task]]
+name = "t"
+ops = [{ op = "mmap", region = "a", size = "2M" }]
+"#;
+        let (k, t) = crate::mm::boot_for_test(toml, "v6.18");
+        (k, t)
+    }
+
+    /// A 16-page request to zram costs one bio and 16 pages of zram's slot work, whatever the
+    /// pages hold; the content decides only the compression side.
+    #[test]
+    fn zram_charges_its_slot_work_per_page_and_the_bio_once() {
+        let (mut k, t) = boot_zram();
+        let nr = 16u32;
+        for s in 0..nr {
+            k.swap[0].content[s as usize] = content::SAME_FILLED;
+        }
+        for s in nr..2 * nr {
+            k.swap[0].content[s as usize] = content::DATA_DEFAULT;
+        }
+        let hw = k.hw.clone();
+        let time = |k: &Kernel, kind| k.tasks[t as usize].time.get(kind);
+        let per_request = hw.block_io_overhead_ns;
+        let (io0, comp0) = (time(&k, TimeKind::BlockIo), time(&k, TimeKind::Compression));
+
+        k.swap_device_write(0, 0, nr);
+        assert_eq!(
+            time(&k, TimeKind::BlockIo) - io0,
+            per_request + nr as u64 * hw.zram_page_write_ns
+        );
+        assert_eq!(
+            time(&k, TimeKind::Compression) - comp0,
+            nr as u64 * hw.zram_same_page_ns
+        );
+
+        let (io1, comp1) = (time(&k, TimeKind::BlockIo), time(&k, TimeKind::Compression));
+        k.swap_device_write(0, nr, nr);
+        assert_eq!(
+            time(&k, TimeKind::BlockIo) - io1,
+            per_request + nr as u64 * hw.zram_page_write_ns
+        );
+        let compress = same_filled_scan_ns(&hw, content::DATA_DEFAULT)
+            + zram_compress_ns(hw.zram_compress_ns, content::DATA_DEFAULT);
+        assert_eq!(
+            time(&k, TimeKind::Compression) - comp1,
+            nr as u64 * compress
+        );
+
+        // reading back: one bio, zram's work per page, a fill or a decompression per page
+        let (io2, comp2) = (time(&k, TimeKind::BlockIo), time(&k, TimeKind::Compression));
+        k.swap_device_read(0, nr / 2, nr);
+        assert_eq!(
+            time(&k, TimeKind::BlockIo) - io2,
+            per_request + nr as u64 * hw.zram_page_read_ns
+        );
+        assert_eq!(
+            time(&k, TimeKind::Compression) - comp2,
+            (nr / 2) as u64 * (hw.zram_same_page_ns + hw.zram_decompress_ns)
+        );
     }
 }
