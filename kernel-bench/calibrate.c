@@ -5,7 +5,7 @@
  *   skip name=NAME reason=...
  * when this machine cannot take it. The runner repeats each one, takes medians and differences
  * (docs/calibration.md says which measurement gives which cost). The process pins itself to one
- * CPU so that a measurement is not split across cores.
+ * CPU so that a measurement is not split across cores, and times itself by its thread's CPU time.
  *
  * Usage: calibrate BENCH PAGES [CPU [DEVICE]]
  *   read_fault   read one byte of each fresh anonymous page (THP off): maps the shared zero page
@@ -39,6 +39,20 @@
 #ifndef MADV_PAGEOUT
 #define MADV_PAGEOUT 21
 #endif
+
+/*
+ * The calling thread's CPU time (user + system): on a shared machine a timed loop is preempted
+ * by other tasks, and wall-clock time would count their turns as this benchmark's cost. A
+ * task's sys time on the live kernel, which the calibrated costs are compared with, excludes
+ * them too.
+ */
+static uint64_t cpu_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
 
 static void result(const char *name, uint64_t elapsed_ns, uint64_t units)
 {
@@ -114,7 +128,7 @@ static void fault(const char *name, uint64_t pages, int write)
 	prewarm(pages * PAGE_BYTES, 0);
 	mem = map_small(pages);
 	volatile char sink = 0;
-	uint64_t start = now_ns();
+	uint64_t start = cpu_ns();
 
 	for (uint64_t p = 0; p < pages; p++) {
 		if (write)
@@ -122,7 +136,7 @@ static void fault(const char *name, uint64_t pages, int write)
 		else
 			sink += ((volatile char *)mem)[p * PAGE_BYTES];
 	}
-	result(name, now_ns() - start, pages);
+	result(name, cpu_ns() - start, pages);
 	(void)sink;
 }
 
@@ -137,10 +151,10 @@ static void thp_fault(uint64_t pages)
 		skip("thp_fault", "madvise(MADV_HUGEPAGE)-failed");
 		return;
 	}
-	start = now_ns();
+	start = cpu_ns();
 	for (uint64_t off = 0; off < size; off += PMD_BYTES)
 		mem[off] = 1;
-	elapsed = now_ns() - start;
+	elapsed = cpu_ns() - start;
 	if (rollup_kb("AnonHugePages") * 1024 < size) {
 		skip("thp_fault", "not-every-fault-got-a-PMD-THP");
 		return;
@@ -174,10 +188,10 @@ static void cow(uint64_t pages)
 		_exit(0);
 	}
 	close(fds[0]);
-	start = now_ns();
+	start = cpu_ns();
 	for (uint64_t p = 0; p < pages; p++)
 		mem[p * PAGE_BYTES] = 2;
-	elapsed = now_ns() - start;
+	elapsed = cpu_ns() - start;
 	close(fds[1]);
 	waitpid(child, NULL, 0);
 	result("cow", elapsed, pages);
@@ -189,10 +203,10 @@ static void word_write(uint64_t pages)
 	uint64_t start;
 
 	populate(mem, pages);
-	start = now_ns();
+	start = cpu_ns();
 	for (uint64_t p = 0; p < pages; p++)
 		fill_page(mem + p * PAGE_BYTES, DATA_DEFAULT, p);
-	result("word_write", now_ns() - start, pages * (PAGE_BYTES / 8));
+	result("word_write", cpu_ns() - start, pages * (PAGE_BYTES / 8));
 }
 
 static void touch(uint64_t pages)
@@ -221,10 +235,10 @@ static void touch(uint64_t pages)
 			to * PAGE_BYTES + (to % 64) * 64;
 	}
 	at = order[0] * PAGE_BYTES + (order[0] % 64) * 64;
-	start = now_ns();
+	start = cpu_ns();
 	for (uint64_t i = 0; i < accesses; i++)
 		at = *(volatile uint64_t *)(mem + at);
-	result("touch", now_ns() - start, accesses);
+	result("touch", cpu_ns() - start, accesses);
 	free(order);
 }
 
@@ -236,12 +250,12 @@ static void pageout(uint64_t pages, unsigned int data, const char *out_name, con
 
 	for (uint64_t p = 0; p < pages; p++)
 		fill_page(mem + p * PAGE_BYTES, data, p);
-	start = now_ns();
+	start = cpu_ns();
 	if (madvise(mem, pages * PAGE_BYTES, MADV_PAGEOUT)) {
 		skip(out_name, "madvise(MADV_PAGEOUT)-failed");
 		return;
 	}
-	elapsed = now_ns() - start;
+	elapsed = cpu_ns() - start;
 	swapped = rollup_kb("Swap") / 4;
 	if (swapped < pages * 95 / 100) {
 		printf("skip name=%s reason=only-%" PRIu64 "-of-%" PRIu64 "-pages-swapped-out\n",
@@ -249,10 +263,10 @@ static void pageout(uint64_t pages, unsigned int data, const char *out_name, con
 		return;
 	}
 	result(out_name, elapsed, swapped);
-	start = now_ns();
+	start = cpu_ns();
 	for (uint64_t p = 0; p < pages; p++)
 		sink += ((volatile char *)mem)[p * PAGE_BYTES];
-	result(in_name, now_ns() - start, pages);
+	result(in_name, cpu_ns() - start, pages);
 	(void)sink;
 }
 
@@ -278,10 +292,10 @@ static void same_scan(uint64_t pages)
 
 	for (uint64_t p = 0; p < pages; p++)
 		fill_page(mem + p * PAGE_BYTES, DATA_SAME_FILLED, p);
-	start = now_ns();
+	start = cpu_ns();
 	for (uint64_t p = 0; p < pages; p++)
 		same += same_filled((const uint64_t *)(mem + p * PAGE_BYTES));
-	elapsed = now_ns() - start;
+	elapsed = cpu_ns() - start;
 	if (same != pages)
 		die("same_scan: a same-filled page was not found same-filled");
 	result("same_scan", elapsed, pages);
@@ -327,12 +341,12 @@ static void pageout_mthp(uint64_t pages, unsigned int size_kb, const char *out_n
 		return;
 	}
 	before = mthp_stat(size_kb, "swpout");
-	start = now_ns();
+	start = cpu_ns();
 	if (madvise(mem, pages * PAGE_BYTES, MADV_PAGEOUT)) {
 		skip(out_name, "madvise(MADV_PAGEOUT)-failed");
 		return;
 	}
-	elapsed = now_ns() - start;
+	elapsed = cpu_ns() - start;
 	swapped = rollup_kb("Swap") / 4;
 	if (swapped < pages * 95 / 100 || mthp_stat(size_kb, "swpout") - before < folios * 95 / 100) {
 		printf("skip name=%s reason=fewer-than-95%%-of-%ukB-folios-swapped-out-whole\n",
@@ -341,10 +355,10 @@ static void pageout_mthp(uint64_t pages, unsigned int size_kb, const char *out_n
 	}
 	result(out_name, elapsed, swapped);
 	before = mthp_stat(size_kb, "swpin");
-	start = now_ns();
+	start = cpu_ns();
 	for (uint64_t p = 0; p < pages; p++)
 		sink += ((volatile char *)mem)[p * PAGE_BYTES];
-	elapsed = now_ns() - start;
+	elapsed = cpu_ns() - start;
 	(void)sink;
 	if (mthp_stat(size_kb, "swpin") - before < folios * 95 / 100) {
 		/* v6.12+: none once zswap was enabled since boot (zswap_never_enabled) */
@@ -381,19 +395,19 @@ static void zram_read(uint64_t pages, const char *dev)
 	pages -= pages % request_pages;
 	buf = map_small(pages);
 	populate(buf, pages);
-	start = now_ns();
+	start = cpu_ns();
 	for (uint64_t p = 0; p < pages; p++)
 		if (pread(fd, (char *)buf + p * PAGE_BYTES, PAGE_BYTES,
 			  skip_bytes + p * PAGE_BYTES) != PAGE_BYTES)
 			die("pread 4 KiB");
-	elapsed = now_ns() - start;
+	elapsed = cpu_ns() - start;
 	result("zram_read_4k", elapsed, pages);
-	start = now_ns();
+	start = cpu_ns();
 	for (uint64_t p = 0; p < pages; p += request_pages)
 		if (pread(fd, (char *)buf + p * PAGE_BYTES, request_pages * PAGE_BYTES,
 			  skip_bytes + p * PAGE_BYTES) != (ssize_t)(request_pages * PAGE_BYTES))
 			die("pread 64 KiB");
-	elapsed = now_ns() - start;
+	elapsed = cpu_ns() - start;
 	result("zram_read_64k", elapsed, pages);
 	close(fd);
 }
@@ -423,13 +437,13 @@ static void mprotect_bench(const char *name, uint64_t calls, int remote_cpu)
 			die("pthread_create");
 		usleep(20000);
 	}
-	start = now_ns();
+	start = cpu_ns();
 	for (uint64_t i = 0; i < calls; i++) {
 		if (mprotect(mem, PAGE_BYTES, i % 2 ? PROT_READ | PROT_WRITE : PROT_READ))
 			die("mprotect");
 		(void)*(volatile char *)mem;
 	}
-	result(name, now_ns() - start, calls);
+	result(name, cpu_ns() - start, calls);
 	if (remote_cpu >= 0) {
 		stop_spinning = 1;
 		pthread_join(thread, NULL);
