@@ -11,6 +11,8 @@
  *   read_fault   read one byte of each fresh anonymous page (THP off): maps the shared zero page
  *   write_fault  write one byte of each fresh anonymous page (THP off): allocate, zero, map
  *   thp_fault    write one byte of each 2 MiB of a MADV_HUGEPAGE mapping; ps per 4 KiB
+ *   mthp_fault_64k   write one byte of each 64 KiB of a mapping while 64 KiB is the only
+ *                anonymous mTHP size enabled (checked with its anon_fault_alloc); ps per 4 KiB
  *   cow          write one byte of each page shared with a forked child: copy-on-write
  *   word_write   usemem's loop (fill_page, class "data") over resident memory; ps per 8 B word
  *   touch        a random pointer chase, one access per resident page of a THP mapping
@@ -161,6 +163,31 @@ static void thp_fault(uint64_t pages)
 		return;
 	}
 	result("thp_fault", elapsed, size / PAGE_BYTES);
+}
+
+static uint64_t mthp_stat(unsigned int size_kb, const char *stat);
+
+/* thp_fault for 64 KiB folios: with order 0 and 9, how zeroing and the per-fault work scale */
+static void mthp_fault(uint64_t pages, unsigned int size_kb, const char *name)
+{
+	uint64_t folio_bytes = size_kb * 1024ULL, size = pages * PAGE_BYTES, start, elapsed, got;
+	char *mem;
+
+	size -= size % folio_bytes;
+	prewarm(size, 0);
+	mem = map_aligned(size);
+	got = mthp_stat(size_kb, "anon_fault_alloc");
+	start = cpu_ns();
+	for (uint64_t off = 0; off < size; off += folio_bytes)
+		mem[off] = 1;
+	elapsed = cpu_ns() - start;
+	got = mthp_stat(size_kb, "anon_fault_alloc") - got;
+	if (got < size / folio_bytes * 95 / 100) {
+		printf("skip name=%s reason=fewer-than-95%%-of-faults-got-%ukB-folios\n", name,
+		       size_kb);
+		return;
+	}
+	result(name, elapsed, size / PAGE_BYTES);
 }
 
 static void cow(uint64_t pages)
@@ -513,6 +540,8 @@ int main(int argc, char **argv)
 		fault("write_fault", pages, 1);
 	else if (!strcmp(argv[1], "thp_fault"))
 		thp_fault(pages);
+	else if (!strcmp(argv[1], "mthp_fault_64k"))
+		mthp_fault(pages, 64, "mthp_fault_64k");
 	else if (!strcmp(argv[1], "cow"))
 		cow(pages);
 	else if (!strcmp(argv[1], "word_write"))

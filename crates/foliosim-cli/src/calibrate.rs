@@ -219,6 +219,38 @@ fn per_page_ps(order0_ps: f64, mthp_ps: f64) -> f64 {
     (MTHP_PAGES * mthp_ps - order0_ps) / (MTHP_PAGES - 1.0)
 }
 
+/// The per-4 KiB and per-folio parts of a cost measured per 4 KiB with folios of `pages_a` and of
+/// `pages_b` pages: t = per_page + per_folio / pages at both sizes.
+fn page_and_folio_parts(t_a: f64, pages_a: f64, t_b: f64, pages_b: f64) -> (f64, f64) {
+    let per_folio = (t_a - t_b) * pages_a * pages_b / (pages_b - pages_a);
+    (t_a - per_folio / pages_a, per_folio)
+}
+
+/// Faults by folio size (not a profile cost: the model charges zeroing per 4 KiB whatever the
+/// order): the per-4 KiB and per-fault parts from the 64 KiB and 2 MiB faults, and what they
+/// predict for a 4 KiB fault against what it measured.
+fn print_fault_scaling(raw: &BTreeMap<String, Vec<u64>>) {
+    let median = |name: &str| {
+        let v: Vec<i64> = raw.get(name)?.iter().map(|&v| v as i64).collect();
+        spread(&v).map(|s| s.median as f64 / 1000.0)
+    };
+    let (Some(t64k), Some(t2m), Some(t4k)) = (
+        median("mthp_fault_64k"),
+        median("thp_fault"),
+        median("write_fault"),
+    ) else {
+        return;
+    };
+    let (per_page, per_fault) = page_and_folio_parts(t64k, 16.0, t2m, 512.0);
+    eprintln!(
+        "calibrate: anonymous write faults by folio size (ns per 4 KiB, medians): \
+         4 KiB {t4k:.0}, 64 KiB {t64k:.0}, 2 MiB {t2m:.0}; from 64 KiB and 2 MiB: \
+         {per_page:.0} per 4 KiB (clearing, per-page PTE) and {per_fault:.0} per fault, \
+         which predicts {:.0} for a 4 KiB fault",
+        per_page + per_fault
+    );
+}
+
 /// The costs, from the raw measurements (ps per unit) and the base profile's costs the model
 /// charges on the measured paths besides the one measured.
 fn costs(raw: &BTreeMap<String, Vec<u64>>, base: &HwProfile) -> Vec<Measured> {
@@ -298,6 +330,7 @@ pub fn calibrate(args: &CalibrateArgs) -> Result<(), Failure> {
             eprintln!("  {name:<24} {:>10}  ({}-{})", s.median, s.min, s.max);
         }
     }
+    print_fault_scaling(&raw);
     let measured = costs(&raw, &base);
     let origin = Origin {
         host: &host_name(),
@@ -428,6 +461,7 @@ fn measure_all(
             ("pageout_same", FAULT_PAGES),
             ("pageout_same_64k", FAULT_PAGES),
             ("zram_read", FAULT_PAGES),
+            ("mthp_fault_64k", RESIDENT_PAGES),
         ],
         runs,
         cpu,
@@ -445,6 +479,14 @@ mod tests {
     fn per_page_part_of_a_per_folio_and_per_page_cost() {
         // 2,000 ps per page and 24,000 per folio: 26,000 a page alone, 3,500 a page in 16s
         assert_eq!(per_page_ps(26_000.0, 2_000.0 + 24_000.0 / 16.0), 2_000.0);
+    }
+
+    #[test]
+    fn a_cost_splits_into_its_per_page_and_per_folio_parts() {
+        // 300 ns per 4 KiB and 8,000 per folio
+        let t = |pages: f64| 300.0 + 8_000.0 / pages;
+        let (page, folio) = page_and_folio_parts(t(16.0), 16.0, t(512.0), 512.0);
+        assert!((page - 300.0).abs() < 1e-6 && (folio - 8_000.0).abs() < 1e-6);
     }
 
     #[test]
