@@ -5,8 +5,9 @@
 //! submitter waits when its device already has BLKDEV_NR_REQUESTS writes queued.
 //! Models the costs of drivers/block/brd.c, drivers/block/zram (same-filled pages stored without
 //! compression; compressed size by content class), and an NVMe / rotational disk as a queue.
-//! zram (v6.1-v6.18: zram_bio_write / zram_bio_read, formerly __zram_make_request) takes a bio
-//! apart into 4 KiB pages and stores or loads each through its own slot: the bio's overhead is
+//! zram takes a bio apart into 4 KiB pages and stores or loads each through its own slot (v6.5+
+//! zram_bio_write / zram_bio_read; before, __zram_make_request's loop over the bio's segments,
+//! the same work per page in every version the generations model): the bio's overhead is
 //! charged once per request, zram's slot, table and statistics work once per page
 //! (`zram_page_write_ns`, `zram_page_read_ns`), besides each page's compression or same-filled
 //! scan and fill.
