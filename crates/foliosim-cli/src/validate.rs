@@ -5,6 +5,7 @@
 
 use std::collections::BTreeSet;
 
+use foliosim::scenario::SwapKind;
 use foliosim::{RunResult, RunSpec, Scenario};
 use serde_json::Value;
 
@@ -397,11 +398,26 @@ pub fn plan(
     Ok((scenario, profile, specs))
 }
 
+/// Turns the scenario's brd swap devices into zram devices of the same size; true if it had any.
+fn play_brd_as_zram(scenario: &mut Scenario) -> bool {
+    let mut any = false;
+    for swap in &mut scenario.swap {
+        if swap.kind == SwapKind::Brd {
+            swap.kind = SwapKind::Zram;
+            any = true;
+        }
+    }
+    any
+}
+
 pub fn validate(validate_args: &ValidateArgs) -> Result<(), Failure> {
     let args = &validate_args.live;
-    let (scenario, profile, specs) = plan(validate_args, &Scenario::load)?;
+    let (mut scenario, profile, specs) = plan(validate_args, &Scenario::load)?;
     // what the machine cannot do is refused before the (possibly long) simulation
     let host = kernel_run::preflight(&specs)?;
+    // the live side plays a brd RAM disk as zram (live/mod.rs); so does the simulator here, so
+    // that both compress and both pay zram's per-page work
+    let brd_played_as_zram = play_brd_as_zram(&mut scenario);
     // the simulator plays the host's cgroup version (zswap charges memcgs on v2 only)
     let mut specs = specs;
     if host.hierarchy.version == crate::live::cgroup::Version::V1 {
@@ -486,6 +502,12 @@ pub fn validate(validate_args: &ValidateArgs) -> Result<(), Failure> {
         }
     }
     text.push_str(&kernel_run::notes(&scenario, &host, live_runs));
+    if brd_played_as_zram {
+        text.push_str(
+            "brd swap devices are played as zram live (kernel-bench has no brd), and simulated as \
+             zram here to match; `foliosim run` simulates them as brd\n",
+        );
+    }
     text.push_str(
         "live: /proc/vmstat and hugepages-* counters are machine-wide (other processes' faults and \
          allocations count too); swap counters are the run's own, its zram being the only swap; \
@@ -524,6 +546,19 @@ mod tests {
             "t.toml",
         )
         .unwrap()
+    }
+
+    #[test]
+    fn brd_is_simulated_as_the_zram_it_is_played_by() {
+        let mut s = Scenario::parse_str(
+            "name = \"t\"\n[machine]\n[[machine.node]]\nmemory = \"1G\"\ncpus = 1\n[[swap]]\nname = \"ram\"\nkind = \"brd\"\nsize = \"64M\"\n[[swap]]\nname = \"z\"\nkind = \"zram\"\nsize = \"64M\"\n[[task]]\nname = \"t\"\nops = [{ op = \"sleep\", time = \"1ms\" }]\n",
+            "t.toml",
+        )
+        .unwrap();
+        assert!(play_brd_as_zram(&mut s));
+        assert!(s.swap.iter().all(|d| d.kind == SwapKind::Zram));
+        assert_eq!(s.swap[0].size_bytes, 64 << 20);
+        assert!(!play_brd_as_zram(&mut scenario()));
     }
 
     #[test]

@@ -9,7 +9,7 @@
 //!
 //! Swap devices: zram is zram. A brd RAM disk is played by a zram device of the same size (both
 //! are synchronous RAM-backed block devices; zram compresses, brd does not, which changes memory
-//! use but not the swap paths). SSD, HDD and swap-file devices are refused: this runner has no
+//! use but not the swap paths; `validate` simulates them as zram too). SSD, HDD and swap-file devices are refused: this runner has no
 //! disk to spare for them.
 //!
 //! One run, in order: `preflight` (checks before any change, once for all runs), `setup` (knobs,
