@@ -151,3 +151,33 @@ fn every_kind_names_costs_of_the_profile() {
         assert_eq!(kind.costs().is_empty(), kind == TimeKind::CpuWait);
     }
 }
+
+/// A write touch pays user time for the stores that give its page content: every word of a
+/// data page, one store for a zero page; a read touch stores nothing.
+#[test]
+fn write_touches_pay_for_the_words_they_store() {
+    let user_ns = |access: &str, data: &str| {
+        let toml = format!(
+            "name = \"fill\"\nprofiles = [\"v6.18\"]\n[machine]\nhardware = \"x86-server\"\n\
+             [[machine.node]]\nmemory = \"1G\"\ncpus = 1\n[[task]]\nname = \"t\"\nops = [\n\
+             {{ op = \"mmap\", region = \"a\", size = \"1M\" }},\n\
+             {{ op = \"touch\", region = \"a\", access = \"{access}\", pattern = \"sequential\", data = \"{data}\" }},\n]\n"
+        );
+        let toml = toml.replace(", data = \"-\"", "");
+        let scenario = Scenario::parse_str(&toml, "fill.toml").unwrap();
+        let r = run(&scenario, "v6.18", None);
+        r.tasks[0]["user_ns"].as_u64().unwrap()
+    };
+    let word_ps = foliosim::machine::hw::profile("x86-server")
+        .unwrap()
+        .costs
+        .word_write_ns_x1000;
+    let pages = 256;
+    // the rest of the user time (the instruction TLB's misses) is the same for all three
+    let read = user_ns("read", "-");
+    assert_eq!(
+        user_ns("write", "nonzero") - read,
+        pages * (512 * word_ps / 1000)
+    );
+    assert_eq!(user_ns("write", "zero") - read, pages * (word_ps / 1000));
+}

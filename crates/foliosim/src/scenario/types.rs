@@ -17,6 +17,15 @@ pub mod content {
     pub const SPARSE_TAIL: u8 = 3;
     /// Other data; the value is a compressibility class 4..=255 (4 = compresses best).
     pub const DATA_DEFAULT: u8 = 128;
+
+    /// The 8-byte words a program stores to give a page content `class`: one for a zero or
+    /// sparse page (a single byte written), every word otherwise (a memset or its data).
+    pub fn words_stored(class: u8) -> u64 {
+        match class {
+            ZERO | SPARSE_HEAD | SPARSE_TAIL => 1,
+            _ => super::PAGE_SIZE / 8,
+        }
+    }
 }
 
 /// One FileRead operation: read() calls of `buffer_bytes` over a range of a file.

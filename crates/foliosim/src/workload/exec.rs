@@ -6,6 +6,7 @@
 
 use super::task::{Region, TaskProgram, TOUCH_AHEAD};
 use super::Workload;
+use crate::mm::folio::content;
 use crate::mm::memory::Killed;
 use crate::mm::task::TaskState;
 use crate::mm::vma::{VM_EXEC, VM_HUGEPAGE, VM_NOHUGEPAGE, VM_SHARED, VM_WRITE};
@@ -263,7 +264,14 @@ impl Workload {
                     self.tasks[t as usize].touch.rng = Some(Rng::new(seed));
                 }
                 let write = *access == Access::Write;
+                // a write stores the page's content (kernel-bench's fill_page), a read one word
+                let store_ns = if write {
+                    content::words_stored(*data) * k.hw.word_write_ns_x1000 / 1000
+                } else {
+                    0
+                };
                 let per_touch_ns = work_ns
+                    + store_ns
                     + match pattern {
                         Pattern::Sequential => 0,
                         _ => k.hw.touch_resident_ns,

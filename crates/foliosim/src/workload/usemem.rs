@@ -6,7 +6,6 @@
 
 use super::task::Report;
 use super::{params_of, Generator, LiveProgram, TaskMetric, Workload};
-use crate::machine::hw::HwCosts;
 use crate::mm::folio::content;
 use crate::mm::Kernel;
 use crate::scenario::generators::{pages_of, arg_in_range, arg_mapping_size, GeneratorDef, GeneratorParams};
@@ -74,7 +73,7 @@ impl Generator for UsememGenerator {
         memcg: u16,
     ) -> Result<(), InputError> {
         let p: &Usemem = params_of(params);
-        let ops = Rc::new(program(&task.name, p.size_bytes, &k.hw));
+        let ops = Rc::new(program(&task.name, p.size_bytes));
         for i in 0..p.processes {
             let report = Report::Usemem {
                 size_bytes: p.size_bytes,
@@ -118,9 +117,8 @@ impl Generator for UsememGenerator {
 pub const WRITE_OP: usize = 2;
 /// Index of the start barrier; its release time is the start of Δt.
 pub const START_OP: usize = 0;
-const WORDS_PER_PAGE: u64 = crate::mm::PAGE_SIZE / 8;
 
-pub fn program(task_name: &str, size_bytes: u64, hw: &HwCosts) -> Vec<Op> {
+pub fn program(task_name: &str, size_bytes: u64) -> Vec<Op> {
     vec![
         Op::Barrier {
             name: format!("{task_name}:start"),
@@ -134,7 +132,7 @@ pub fn program(task_name: &str, size_bytes: u64, hw: &HwCosts) -> Vec<Op> {
             0,
             None,
             content::DATA_DEFAULT,
-            WORDS_PER_PAGE * hw.word_write_ns_x1000 / 1000,
+            0, // the touch charges the stores that fill each page
         ),
         Op::Munmap {
             region: "buf".into(),

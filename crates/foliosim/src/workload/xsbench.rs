@@ -143,7 +143,7 @@ impl Generator for XsbenchGenerator {
         let mut mm = None;
         let mut regions = Vec::new();
         for i in 0..x.threads {
-            let ops = Rc::new(x.program(i, &k.hw));
+            let ops = Rc::new(x.program(i));
             let name = format!("{}-{i}", task.name);
             let id = match mm {
                 None => {
@@ -273,7 +273,7 @@ impl Xsbench {
     }
 
     /// Thread `i`'s program. Thread 0 initialises the arrays first; all start together.
-    pub fn program(&self, i: u32, hw: &crate::machine::hw::HwCosts) -> Vec<Op> {
+    pub fn program(&self, i: u32) -> Vec<Op> {
         let mut ops = Vec::new();
         if i == 0 {
             for (region, _) in self.regions() {
@@ -282,7 +282,7 @@ impl Xsbench {
                     0,
                     None,
                     content::DATA_DEFAULT,
-                    PAGE / 8 * hw.word_write_ns_x1000 / 1000,
+                    0, // the touch charges the stores that fill each page
                 ));
             }
         }
