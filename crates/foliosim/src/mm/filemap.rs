@@ -29,6 +29,10 @@
 //! (uptodate folios not under readahead, PTE runs of large folios, a PMD for an aligned
 //! PMD-sized folio, mmap_miss lowered by the pages seen).
 //!
+//! A file can start in the page cache, charged to the root memcg and active, as another
+//! cgroup's two read() passes left it before the run (filemap_warm, for a trace task's
+//! `warm_files`); a later reader hits it and charges nothing, as filemap_get_folio's hit does.
+//!
 //! Left out: file growth (writes stop at the file's size), per-block uptodate state (a folio is
 //! read and written whole), truncation, VM_RAND_READ / VM_SEQ_READ advice, the v6.16 VM_EXEC
 //! read-around (exec_folio_order), shadow entries and workingset refault detection (so
