@@ -238,7 +238,7 @@ impl Kernel {
     /// docs/replay.md): every page of `file` cached on `node`, charged to the root memcg, as two
     /// read() passes by a task outside the run's cgroups leave it (the live harness warms the
     /// same files that way). filemap_add_folio charged each folio to the reader's memcg
-    /// (mem_cgroup_charge, which charges the root no page counter), and it stays charged there
+    /// (mem_cgroup_charge; the root has no limit to reclaim for), and it stays charged there
     /// when another cgroup later reads or maps it: a hit charges nothing. The second pass's
     /// folio_mark_accessed activated every folio (referenced, then active and unreferenced), so
     /// they start on the root lruvec's active file list, clean and uptodate; only global
@@ -251,11 +251,12 @@ impl Kernel {
     pub fn filemap_warm(&mut self, file: FileId, node: u32) -> u64 {
         const ROOT_MEMCG: u16 = 0;
         let f = &self.files[file as usize];
-        let (nr_pages, large) = (f.nr_pages, f.large_folios && f.shmem.is_none());
         if f.shmem.is_some() {
+            // tmpfs pages are shmem's (mm/shmem.rs), never read from a disk
             return 0;
         }
-        let max_order = if large && f.ra_pages > 1 {
+        let nr_pages = f.nr_pages;
+        let max_order = if f.large_folios && f.ra_pages > 1 {
             f.ra_pages
                 .ilog2()
                 .min(super::readahead::MAX_PAGECACHE_ORDER)

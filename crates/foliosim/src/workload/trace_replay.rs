@@ -27,9 +27,11 @@
 //!   advice (FREE, WILLNEED, ...) and mprotect (mm has no protections) are counted in
 //!   `trace_ignored_events` and skipped.
 //! - **Files.** A `File` event names a scenario `[[file]]` by its path or its last component;
-//!   otherwise a file of the size the trace gives is created (4 KiB-page readahead default,
-//!   large folios), so read()/write() go through the page-cache paths of the `read`/`write`
-//!   ops. Reads and writes past the size are clamped to it (mm's files do not grow).
+//!   else a file the task's `warm_files` cached at spawn (workload/warm_files.rs: in the page
+//!   cache, charged to the root memcg); otherwise a file of the size the trace gives is created
+//!   on disk (4 KiB-page readahead default, large folios), so read()/write() go through the
+//!   page-cache paths of the `read`/`write` ops. Reads and writes past the size are clamped to
+//!   it (mm's files do not grow).
 //! - **Threads and processes.** Thread 0 is the task's process. `Clone` starts a thread of the
 //!   parent's process at the parent's clock, `Fork` a child process (the `fork` op's COW fork),
 //!   `Exit` ends a thread (the process when its last thread ends); a thread whose records end
