@@ -75,3 +75,60 @@ fn read_twice(path: &str) -> Option<u64> {
     }
     Some(size)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use foliosim::scenario::parse::resolve;
+    use foliosim::trace::{Entry, Event, Header, TraceWriter};
+    use foliosim::Scenario;
+
+    #[test]
+    fn the_harness_reads_the_selected_files_and_names_those_missing_here() {
+        let dir = std::env::temp_dir().join(format!("foliosim-live-warm-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let header = Header {
+            program: "p".into(),
+            args: vec![],
+            recorder: "test".into(),
+            recorder_version: "0".into(),
+            page_size_bytes: 4096,
+        };
+        let file = std::fs::File::create(dir.join("t.trace")).unwrap();
+        let mut w = TraceWriter::new(file, &header).unwrap();
+        for (id, path) in [
+            "/etc/passwd",
+            "/usr/lib/foliosim-no-such-library.so",
+            "inputs/own.txt",
+        ]
+        .iter()
+        .enumerate()
+        {
+            w.push(&Entry::Event(Event::File {
+                id: id as u32,
+                path: path.to_string(),
+                size_bytes: 4096,
+            }))
+            .unwrap();
+        }
+        w.finish().unwrap();
+        let toml = dir.join("s.toml");
+        std::fs::write(
+            &toml,
+            "name = \"s\"\n[machine]\n[[machine.node]]\nmemory = \"1G\"\ncpus = 1\n\
+             [[task]]\nname = \"p\"\ntrace = \"t.trace\"\nwarm_files = \"system\"\n",
+        )
+        .unwrap();
+        let scenario = Scenario::load(&toml).unwrap();
+        let spec = resolve(&scenario, "v6.18", None, &[], 1, true).unwrap();
+        let notes = warm_page_cache(&spec).unwrap().expect("files to warm");
+        let _ = std::fs::remove_dir_all(&dir);
+        assert_eq!(notes["files"], json!(["/etc/passwd"]));
+        assert_eq!(
+            notes["missing"],
+            json!(["/usr/lib/foliosim-no-such-library.so"])
+        );
+        let size = std::fs::metadata("/etc/passwd").unwrap().len();
+        assert_eq!(notes["bytes"], json!(size));
+    }
+}
