@@ -230,3 +230,44 @@ fn bad_warm_files_values_are_one_line_errors_naming_the_key() {
     let e = Scenario::load(&toml).unwrap_err().to_string();
     assert!(e.contains("task[0].warm_files: unknown key"), "{e}");
 }
+
+#[test]
+fn next_event_returns_exactly_the_events_next_entry_does() {
+    let dir = Dir::new("events");
+    let path = dir.0.join("mixed.trace");
+    // accesses of every shape (threads, long and short deltas, counts, instructions of every
+    // varint length) with events among them, some 2 MiB of records: many buffer refills
+    let mut entries = Vec::new();
+    let mut x = 0x2545_f491_4f6c_dd1du64;
+    for i in 0..400_000u64 {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        entries.push(Entry::Access(Access {
+            thread: (x % 3) as u32,
+            page: if x & 8 == 0 { x >> 20 } else { 1000 + i % 7 },
+            write: x & 16 != 0,
+            count: 1 + (x >> 40) as u32 % 300,
+            instructions: (x >> 5) % (1 << (x % 50)),
+        }));
+        if x % 997 == 0 {
+            entries.push(file(i as u32, &format!("/usr/lib/f{i}"), x >> 30));
+        }
+    }
+    entries.push(file(7, "/etc/last", 5));
+    write_trace(&path, &entries);
+    let expected: Vec<Event> = entries
+        .iter()
+        .filter_map(|e| match e {
+            Entry::Event(ev) => Some(ev.clone()),
+            Entry::Access(_) => None,
+        })
+        .collect();
+    assert!(expected.len() > 100);
+    let mut reader = foliosim::trace::TraceReader::open(&path).unwrap();
+    let mut got = Vec::new();
+    while let Some(ev) = reader.next_event().unwrap() {
+        got.push(ev);
+    }
+    assert_eq!(got, expected);
+}
