@@ -11,7 +11,10 @@ figure against the median of the live runs (with their spread), for docs/fidelit
 Needs root (live runs), the inputs (make-inputs.py) and the traces (record.py). Before each live
 run the page cache of the corpus's own files (target/real: inputs, outputs) is dropped with
 posix_fadvise(DONTNEED), so that every run, like the simulator, starts with them on disk only;
-nothing else on the machine is touched. Run 1 writes DIR/<scenario>-<variant>-1.json (validate's:
+nothing else on the machine is touched. The system files the traces name (libraries, python's
+modules: the scenarios' `warm_files = "system"`) are left cached: kernel-run and validate read
+them before each run, as the simulator starts with them cached and charged to the root memcg
+(docs/replay.md). Run 1 writes DIR/<scenario>-<variant>-1.json (validate's:
 the simulated run, then the live one) and .txt (its table); runs 2..N write
 DIR/<scenario>-<variant>-<i>.json (kernel-run's: the live run); the tables go to DIR/tables.md.
 """

@@ -13,7 +13,8 @@
 //! disk to spare for them.
 //!
 //! One run, in order: `preflight` (checks before any change, once for all runs), `setup` (knobs,
-//! swap, cgroups), `play` (the programs), `figures` (what is read back); `session` undoes.
+//! swap, cgroups), `warm` (the page cache a trace task's `warm_files` starts with), `play` (the
+//! programs), `figures` (what is read back); `session` undoes.
 
 pub mod bench;
 pub mod cgroup;
@@ -26,6 +27,7 @@ mod setup;
 pub mod signal;
 pub mod sys;
 pub mod tmpfs;
+mod warm;
 pub mod zram;
 
 use std::collections::BTreeMap;
@@ -159,6 +161,8 @@ fn run_in(
 ) -> Result<LiveRun, LiveError> {
     let setup = set_up(host, spec, serial, session)?;
     check_signal()?;
+    let warmed = warm::warm_page_cache(spec)?;
+    check_signal()?;
     let zram_before: Vec<Counters> = setup.devices.iter().map(|(_, z)| z.mm_stat()).collect();
     let before = Snapshot::take();
     let played = play::play(host, spec, &setup, &before, &zram_before)?;
@@ -236,6 +240,9 @@ fn run_in(
         "knobs_written": knobs_written,
         "elapsed_ns": played.elapsed_ns,
     });
+    if let Some(warmed) = warmed {
+        info["warm_files"] = warmed;
+    }
     if !setup.tmpfs_info.is_empty() {
         info["tmpfs"] = json!(setup.tmpfs_info);
     }

@@ -29,6 +29,10 @@
 //! (uptodate folios not under readahead, PTE runs of large folios, a PMD for an aligned
 //! PMD-sized folio, mmap_miss lowered by the pages seen).
 //!
+//! A file can start in the page cache, charged to the root memcg and active, as another
+//! cgroup's two read() passes left it before the run (filemap_warm, for a trace task's
+//! `warm_files`); a later reader hits it and charges nothing, as filemap_get_folio's hit does.
+//!
 //! Left out: file growth (writes stop at the file's size), per-block uptodate state (a folio is
 //! read and written whole), truncation, VM_RAND_READ / VM_SEQ_READ advice, the v6.16 VM_EXEC
 //! read-around (exec_folio_order), shadow entries and workingset refault detection (so
@@ -228,6 +232,78 @@ impl Kernel {
         self.workingset_refault_file(pfn, file, index, nr, write);
         self.folio_add_lru(pfn);
         Some(pfn)
+    }
+
+    /// The page cache of a file another cgroup read before the run (a scenario's `warm_files`,
+    /// docs/replay.md): every page of `file` cached on `node`, charged to the root memcg, as two
+    /// read() passes by a task outside the run's cgroups leave it (the live harness warms the
+    /// same files that way). filemap_add_folio charged each folio to the reader's memcg
+    /// (mem_cgroup_charge; the root has no limit to reclaim for), and it stays charged there
+    /// when another cgroup later reads or maps it: a hit charges nothing. The second pass's
+    /// folio_mark_accessed activated every folio (referenced, then active and unreferenced), so
+    /// they start on the root lruvec's active file list, clean and uptodate; only global
+    /// reclaim scans that lruvec. Folios: the largest order that is aligned at the index, fits
+    /// before the end of the file and is at most the readahead window's (ilog2 of ra_pages),
+    /// as a sequential read's readahead makes them once its window is full; order 0 without
+    /// large folios. Before the run: no counters, no time. A page the node cannot give without
+    /// going under its high watermark is left on disk (the kernel would have reclaimed it).
+    /// Returns the pages cached.
+    pub fn filemap_warm(&mut self, file: FileId, node: u32) -> u64 {
+        const ROOT_MEMCG: u16 = 0;
+        let f = &self.files[file as usize];
+        if f.shmem.is_some() {
+            // tmpfs pages are shmem's (mm/shmem.rs), never read from a disk
+            return 0;
+        }
+        let nr_pages = f.nr_pages;
+        let max_order = if f.large_folios && f.ra_pages > 1 {
+            f.ra_pages
+                .ilog2()
+                .min(super::readahead::MAX_PAGECACHE_ORDER)
+        } else {
+            0
+        };
+        let zone = node as usize;
+        let mut cached = 0;
+        let mut index = 0;
+        while index < nr_pages {
+            if self.files[file as usize].cache[index as usize] != NIL {
+                index += 1;
+                continue;
+            }
+            let mut order = max_order.min(index.trailing_zeros());
+            while order > 0
+                && (index + (1 << order) > nr_pages
+                    || (index..index + (1 << order))
+                        .any(|i| self.files[file as usize].cache[i as usize] != NIL))
+            {
+                order -= 1;
+            }
+            let high = self.zones[zone].wmark_high;
+            if !self.zones[zone].watermark_ok(order, high) {
+                break;
+            }
+            let Some(pfn) = self.zones[zone].alloc(&mut self.mem, order) else {
+                break;
+            };
+            let nr = 1u32 << order;
+            self.mem.prep_folio(pfn, order, file, ROOT_MEMCG, index);
+            for i in 0..nr {
+                self.mem.pages[(pfn + i) as usize].content = content::DATA_DEFAULT;
+            }
+            self.memcgs[ROOT_MEMCG as usize].usage_pages += nr as u64;
+            let f = &mut self.files[file as usize];
+            for i in index..index + nr {
+                f.cache[i as usize] = pfn;
+            }
+            f.nrpages += nr as u64;
+            self.mem.set(pfn, pg::ACTIVE);
+            let lv = self.lruvec_index(ROOT_MEMCG, node);
+            self.list_add(lv, super::vmscan::Lru::ActiveFile, pfn, false);
+            cached += nr as u64;
+            index += nr;
+        }
+        cached
     }
 
     /// __filemap_remove_folio: takes a folio out of its file's page cache.
@@ -1260,5 +1336,49 @@ ops = [{ op = "sleep", time = "1ms" }]
             "{:?}",
             crate::check::check(&k)
         );
+    }
+
+    #[test]
+    fn a_warm_file_is_cached_active_in_the_root_memcg_without_counters_or_time_and_global_reclaim_can_take_it(
+    ) {
+        let mut k = boot("v6.18", false);
+        // 100 pages, a 128 KiB readahead window: folios of up to 32 pages, aligned, fitting
+        let f = new_file(&mut k, 100 * 4096 - 100, 128, true);
+        let (clock, free) = (k.clock_ns, k.zones[0].nr_free_pages());
+        assert_eq!(k.filemap_warm(f, 0), 100);
+        assert_eq!(
+            folios(&k, f),
+            vec![(0, 5), (32, 5), (64, 5), (96, 2)],
+            "the largest aligned order that fits, at most the window's"
+        );
+        assert_eq!(k.files[f as usize].nrpages, 100);
+        assert_eq!(k.zones[0].nr_free_pages(), free - 100);
+        assert_eq!(k.memcgs[0].usage_pages, 100);
+        assert_eq!(lru_pages(&k, 0, Lru::ActiveFile), 100);
+        assert_eq!(lru_pages(&k, 0, Lru::InactiveFile), 0);
+        assert_eq!(k.clock_ns, clock, "the state before the run: no time");
+        assert_eq!(k.stat.get(Vm::Pgpgin) + k.stat.get(Vm::Pgalloc), 0);
+        // a read hits every page: nothing read from disk, nothing more allocated
+        read_all(&mut k, f, 1 << 20, None);
+        assert_eq!(k.stat.get(Vm::Pgpgin), 0);
+        assert_eq!(k.memcgs[0].usage_pages, 100);
+        // warming again finds it cached; without large folios, order-0 pages
+        assert_eq!(k.filemap_warm(f, 0), 0);
+        let g = new_file(&mut k, 3 * 4096, 128, false);
+        assert_eq!(k.filemap_warm(g, 0), 3);
+        assert_eq!(folios(&k, g), vec![(0, 0), (1, 0), (2, 0)]);
+        assert!(
+            crate::check::check(&k).is_empty(),
+            "{:?}",
+            crate::check::check(&k)
+        );
+        // global reclaim scans the root's lists (once the statistics it reads, flushed, show
+        // them): it deactivates, then frees them
+        k.memcg_stats_flush();
+        let mut reclaimed = 0;
+        for _ in 0..8 {
+            reclaimed += k.try_to_free_pages(0, 0b11);
+        }
+        assert!(reclaimed > 0 && k.files[f as usize].nrpages < 100);
     }
 }

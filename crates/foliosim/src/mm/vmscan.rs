@@ -147,7 +147,7 @@ impl Kernel {
         self.lruvec_index(self.mem.memcg(folio), self.pfn_node(folio))
     }
 
-    fn list_add(&mut self, lv: usize, lru: Lru, folio: FolioId, at_tail: bool) {
+    pub(super) fn list_add(&mut self, lv: usize, lru: Lru, folio: FolioId, at_tail: bool) {
         let nr = self.mem.nr_pages(folio) as u64;
         let list = &mut self.lruvecs[lv].lists[lru as usize];
         let (old_head, old_tail) = (list.head, list.tail);

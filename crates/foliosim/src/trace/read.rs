@@ -148,6 +148,55 @@ impl<R: Read> TraceReader<R> {
         result
     }
 
+    /// The next event, skipping the access records before it; `None` after the end record.
+    /// Events are decoded and checked as by `next_entry`; an access record is only framed (its
+    /// varints skipped, not checked against their fields' ranges) and its page is not tracked,
+    /// so a reader read with this must not go on with `next_entry`. About as fast as zstd
+    /// decompresses: for a pass over a trace that wants only its events (the files a trace
+    /// names, docs/replay.md's `warm_files`).
+    pub fn next_event(&mut self) -> Result<Option<Event>, TraceError> {
+        loop {
+            if self.done.is_none() {
+                self.skip_accesses();
+            }
+            match self.next_entry()? {
+                None => return Ok(None),
+                Some(Entry::Event(e)) => return Ok(Some(e)),
+                Some(Entry::Access(_)) => {}
+            }
+        }
+    }
+
+    /// Skips the well-framed access records wholly in the buffer, up to the first event, the
+    /// buffer's last bytes, or a record `decode` must look at (a reserved bit, an overlong
+    /// varint), where `next_entry` takes over.
+    #[inline]
+    fn skip_accesses(&mut self) {
+        // a tag and four varints of at most 10 bytes each
+        const LONGEST_ACCESS: usize = 41;
+        let (buffer, len) = (&self.buffer[..], self.len);
+        let mut pos = self.pos;
+        'records: while len - pos >= LONGEST_ACCESS {
+            let tag = buffer[pos];
+            if tag & ACCESS == 0 || tag & ACCESS_RESERVED != 0 {
+                break;
+            }
+            let varints = u8::from(tag & ACCESS_THREAD != 0)
+                + u8::from(tag & ACCESS_DELTA_MASK == DELTA_VARINT)
+                + u8::from(tag & ACCESS_COUNT != 0)
+                + u8::from(tag & ACCESS_INSTRUCTIONS != 0);
+            let mut at = pos + 1;
+            for _ in 0..varints {
+                let Some(used) = buffer[at..at + 10].iter().position(|&b| b < 0x80) else {
+                    break 'records;
+                };
+                at += used + 1;
+            }
+            pos = at;
+        }
+        self.pos = pos;
+    }
+
     /// The offset, as errors count it, of the next byte to decode.
     pub fn offset(&self) -> u64 {
         self.buffer_offset + self.pos as u64

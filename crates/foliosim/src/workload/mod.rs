@@ -8,6 +8,7 @@ pub mod exec;
 pub mod poisson;
 pub mod spawn;
 pub mod task;
+pub mod warm_files;
 
 use crate::mm::vmstat::{Mthp, VmStat};
 use crate::mm::Kernel;

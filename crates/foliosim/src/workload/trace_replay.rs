@@ -27,9 +27,11 @@
 //!   advice (FREE, WILLNEED, ...) and mprotect (mm has no protections) are counted in
 //!   `trace_ignored_events` and skipped.
 //! - **Files.** A `File` event names a scenario `[[file]]` by its path or its last component;
-//!   otherwise a file of the size the trace gives is created (4 KiB-page readahead default,
-//!   large folios), so read()/write() go through the page-cache paths of the `read`/`write`
-//!   ops. Reads and writes past the size are clamped to it (mm's files do not grow).
+//!   else a file the task's `warm_files` cached at spawn (workload/warm_files.rs: in the page
+//!   cache, charged to the root memcg); otherwise a file of the size the trace gives is created
+//!   on disk (4 KiB-page readahead default, large folios), so read()/write() go through the
+//!   page-cache paths of the `read`/`write` ops. Reads and writes past the size are clamped to
+//!   it (mm's files do not grow).
 //! - **Threads and processes.** Thread 0 is the task's process. `Clone` starts a thread of the
 //!   parent's process at the parent's clock, `Fork` a child process (the `fork` op's COW fork),
 //!   `Exit` ends a thread (the process when its last thread ends); a thread whose records end
@@ -50,6 +52,7 @@
 //! error (`Workload::trace_error`, exit 2).
 
 use super::task::{Report, TaskProgram};
+use super::warm_files::{WarmFile, WarmFiles};
 use super::{params_of, Generator, Workload};
 use crate::mm::memory::Killed;
 use crate::mm::task::TaskState;
@@ -94,6 +97,9 @@ pub struct TraceReplayGenerator;
 pub struct TraceReplay {
     pub path: PathBuf,
     pub header: Header,
+    /// The files the trace names that start in the page cache, charged to the root memcg
+    /// (`warm_files`, workload/warm_files.rs).
+    pub warm_files: WarmFiles,
 }
 
 impl GeneratorDef for TraceReplayGenerator {
@@ -101,7 +107,7 @@ impl GeneratorDef for TraceReplayGenerator {
         TRACE_REPLAY_GENERATOR
     }
     fn params(&self) -> &'static [&'static str] {
-        &["trace"]
+        &["trace", "warm_files"]
     }
     fn parse(&self, task: &Node, _machine: &MachineSpec) -> Res<Box<dyn GeneratorParams>> {
         let Some(given) = task.str_opt("trace")? else {
@@ -112,7 +118,12 @@ impl GeneratorDef for TraceReplayGenerator {
         let source = open(&path).map_err(|e| task.err("trace", e.to_string()))?;
         let header = source.header().clone();
         check_header(&header).map_err(|message| task.err("trace", message))?;
-        Ok(Box::new(TraceReplay { path, header }))
+        let warm_files = WarmFiles::parse(task)?;
+        Ok(Box::new(TraceReplay {
+            path,
+            header,
+            warm_files,
+        }))
     }
 }
 
@@ -203,12 +214,15 @@ impl Generator for TraceReplayGenerator {
     ) -> Result<(), InputError> {
         let p: &TraceReplay = params_of(params);
         let key = trace_key(k, &task.name);
-        let source = open(&p.path).map_err(|e| InputError {
+        let input_error = |e: TraceError| InputError {
             file: k.spec.scenario.file.clone(),
             key: key.clone(),
             message: e.to_string(),
-        })?;
+        };
+        let source = open(&p.path).map_err(input_error)?;
+        let warm = p.warm_files.select(&p.path).map_err(input_error)?;
         w.spawn_replay(k, task, memcg, source, key);
+        w.warm_replay_files(k, &warm, task.node);
         Ok(())
     }
 }
@@ -234,6 +248,9 @@ pub struct TraceCounters {
     pub ignored_events: u64,
     /// Times the thread waited for the others (the read-ahead queues were full).
     pub waits: u64,
+    /// Files that started in the page cache and their pages (`warm_files`; thread 0 only).
+    pub warm_files: u64,
+    pub warm_pages: u64,
 }
 
 impl TraceCounters {
@@ -249,6 +266,10 @@ impl TraceCounters {
             ("trace_waits", self.waits),
         ] {
             m.insert(name.into(), json!(v));
+        }
+        if self.warm_files > 0 {
+            m.insert("trace_warm_files".into(), json!(self.warm_files));
+            m.insert("trace_warm_pages".into(), json!(self.warm_pages));
         }
     }
 }
@@ -392,6 +413,8 @@ pub struct Replay {
     queued: usize,
     /// The simulated file of each trace file id.
     files: Vec<Option<u32>>,
+    /// The files that started in the page cache, by the trace's path (`warm_files`).
+    warm: Vec<(String, u32)>,
     /// For messages and names: the scenario file, `task[i].trace`, the task's name.
     scenario_file: String,
     key: String,
@@ -442,6 +465,7 @@ impl Workload {
             }],
             queued: 0,
             files: Vec::new(),
+            warm: Vec::new(),
             scenario_file: k.spec.scenario.file.clone(),
             key,
             name: task.name.clone(),
@@ -449,6 +473,34 @@ impl Workload {
             entries_read: 0,
             batch: Vec::with_capacity(READ_BATCH),
         })));
+    }
+
+    /// Creates the files of the replay spawned last that start in the page cache (`warm_files`,
+    /// already selected) and caches them on `node`, charged to the root memcg
+    /// (`Kernel::filemap_warm`); the trace's `File` events of those paths then name them. A
+    /// path the scenario declares as a `[[file]]` is that file, left as the scenario has it.
+    pub fn warm_replay_files(&mut self, k: &mut Kernel, files: &[WarmFile], node: u32) {
+        let r = self
+            .replays
+            .last_mut()
+            .and_then(|r| r.as_mut())
+            .expect("a replay was spawned");
+        for wf in files {
+            let base = Path::new(&wf.path).file_name().and_then(|n| n.to_str());
+            if k.spec.scenario.files.iter().any(|f| f.name == wf.path || Some(f.name.as_str()) == base) {
+                continue;
+            }
+            let file = k.create_file(crate::mm::filemap::File::new(
+                wf.path.clone(),
+                wf.size_bytes.min(crate::scenario::MAX_MAPPING_BYTES),
+                DEFAULT_READ_AHEAD_KB,
+                true,
+            ));
+            let pages = k.filemap_warm(file, node);
+            r.warm.push((wf.path.clone(), file));
+            r.threads[0].counters.warm_files += 1;
+            r.threads[0].counters.warm_pages += pages;
+        }
     }
 
     /// Runs replaying thread `t` until `quantum_end_ns`, a wait, or its end. Returns when its
@@ -788,9 +840,11 @@ impl Replay {
         let declared = k.spec.scenario.files.iter().position(|f| {
             f.name == *path || Some(f.name.as_str()) == base
         });
-        let file = match declared {
-            Some(i) => i as u32,
-            None => k.create_file(crate::mm::filemap::File::new(
+        let warm = self.warm.iter().find(|(p, _)| p == path).map(|&(_, f)| f);
+        let file = match (declared, warm) {
+            (Some(i), _) => i as u32,
+            (None, Some(f)) => f,
+            (None, None) => k.create_file(crate::mm::filemap::File::new(
                 path.clone(),
                 (*size_bytes).min(crate::scenario::MAX_MAPPING_BYTES),
                 DEFAULT_READ_AHEAD_KB,

@@ -1,0 +1,134 @@
+//! The page cache a live run starts with: the files a trace task's `warm_files` selects
+//! (foliosim::workload::warm_files, the selection the simulator caches at spawn) are read twice
+//! by this harness, outside the run's cgroups, after the set-up and before the counters' first
+//! snapshot. A page already cached stays where it is and charged to whoever read it first; a
+//! page that was not is read into this process's memcg. Two passes of read() mark every folio
+//! accessed twice, so it ends on its active file list, as the simulator places it. The run's
+//! tasks then hit these pages and charge nothing to their cgroup. A file the trace names that
+//! is not on this machine (valgrind's preload library when valgrind is gone) is skipped and
+//! named in the result's notes.
+
+use std::io::Read;
+
+use foliosim::scenario::RunSpec;
+use foliosim::workload::warm_files;
+use serde_json::{json, Value};
+
+use super::LiveError;
+
+/// Reads the warm files of every task of the run twice; returns the notes for the result
+/// (the files read, their bytes, those missing, this process's cgroup).
+pub(super) fn warm_page_cache(spec: &RunSpec) -> Result<Option<Value>, LiveError> {
+    let mut read = Vec::new();
+    let mut missing = Vec::new();
+    let mut bytes = 0u64;
+    for task in &spec.scenario.tasks {
+        let Some((trace, rule)) = warm_files::of_task(task) else {
+            continue;
+        };
+        if rule.is_empty() {
+            continue;
+        }
+        let files = rule
+            .select(trace)
+            .map_err(|e| LiveError::Failed(format!("task {}: warm_files: {e}", task.name)))?;
+        for file in files {
+            match read_twice(&file.path) {
+                Some(n) => {
+                    bytes += n;
+                    read.push(file.path);
+                }
+                None => missing.push(file.path),
+            }
+        }
+    }
+    if read.is_empty() && missing.is_empty() {
+        return Ok(None);
+    }
+    let cgroup = std::fs::read_to_string("/proc/self/cgroup").unwrap_or_default();
+    Ok(Some(json!({
+        "files": read,
+        "bytes": bytes,
+        "missing": missing,
+        "reader_cgroup": cgroup.lines().collect::<Vec<_>>(),
+    })))
+}
+
+/// Reads the regular file at `path` to its end twice; its size, or None if it cannot be read.
+fn read_twice(path: &str) -> Option<u64> {
+    let mut buffer = vec![0u8; 128 * 1024];
+    let mut size = 0;
+    for _ in 0..2 {
+        let mut file = std::fs::File::open(path).ok()?;
+        if !file.metadata().ok()?.is_file() {
+            return None;
+        }
+        size = 0;
+        loop {
+            match file.read(&mut buffer) {
+                Ok(0) => break,
+                Ok(n) => size += n as u64,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(_) => return None,
+            }
+        }
+    }
+    Some(size)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use foliosim::scenario::parse::resolve;
+    use foliosim::trace::{Entry, Event, Header, TraceWriter};
+    use foliosim::Scenario;
+
+    #[test]
+    fn the_harness_reads_the_selected_files_and_names_those_missing_here() {
+        let dir = std::env::temp_dir().join(format!("foliosim-live-warm-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let header = Header {
+            program: "p".into(),
+            args: vec![],
+            recorder: "test".into(),
+            recorder_version: "0".into(),
+            page_size_bytes: 4096,
+        };
+        let file = std::fs::File::create(dir.join("t.trace")).unwrap();
+        let mut w = TraceWriter::new(file, &header).unwrap();
+        for (id, path) in [
+            "/etc/passwd",
+            "/usr/lib/foliosim-no-such-library.so",
+            "inputs/own.txt",
+        ]
+        .iter()
+        .enumerate()
+        {
+            w.push(&Entry::Event(Event::File {
+                id: id as u32,
+                path: path.to_string(),
+                size_bytes: 4096,
+            }))
+            .unwrap();
+        }
+        w.finish().unwrap();
+        let toml = dir.join("s.toml");
+        std::fs::write(
+            &toml,
+            "name = \"s\"\n[machine]\n[[machine.node]]\nmemory = \"1G\"\ncpus = 1\n\
+             [[task]]\nname = \"p\"\ntrace = \"t.trace\"\nwarm_files = \"system\"\n",
+        )
+        .unwrap();
+        let scenario = Scenario::load(&toml).unwrap();
+        let spec = resolve(&scenario, "v6.18", None, &[], 1, true).unwrap();
+        let notes = warm_page_cache(&spec).unwrap().expect("files to warm");
+        let _ = std::fs::remove_dir_all(&dir);
+        assert_eq!(notes["files"], json!(["/etc/passwd"]));
+        assert_eq!(
+            notes["missing"],
+            json!(["/usr/lib/foliosim-no-such-library.so"])
+        );
+        let size = std::fs::metadata("/etc/passwd").unwrap().len();
+        assert_eq!(notes["bytes"], json!(size));
+    }
+}
