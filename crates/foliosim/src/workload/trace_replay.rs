@@ -22,14 +22,16 @@
 //!   addresses move (as the kernel moves page tables, nothing is copied or faulted); a shrink
 //!   zaps the tail, a growth maps the new tail as a new anonymous VMA. brk: the heap grows into
 //!   a reservation that reaches the next 2 MiB boundary of the trace's addresses, so that the
-//!   heap can take huge pages; a shrink zaps. madvise: DONTNEED, HUGEPAGE, NOHUGEPAGE, COLD and
+//!   heap can take huge pages, and replaces what the trace mapped where it grows (valgrind's
+//!   own page at the initial break); a shrink zaps. madvise: DONTNEED, HUGEPAGE, NOHUGEPAGE, COLD and
 //!   PAGEOUT as the `madvise` op does them (flags apply to the whole simulated VMA); other
 //!   advice (FREE, WILLNEED, ...) and mprotect (mm has no protections) are counted in
 //!   `trace_ignored_events` and skipped.
 //! - **Files.** A `File` event names a scenario `[[file]]` by its path or its last component;
 //!   otherwise a file of the size the trace gives is created (4 KiB-page readahead default,
 //!   large folios), so read()/write() go through the page-cache paths of the `read`/`write`
-//!   ops. Reads and writes past the size are clamped to it (mm's files do not grow).
+//!   ops. A write past the file's end extends it, as write() does (a temporary file starts
+//!   at size 0 and grows); a read stops at the end.
 //! - **Threads and processes.** Thread 0 is the task's process. `Clone` starts a thread of the
 //!   parent's process at the parent's clock, `Fork` a child process (the `fork` op's COW fork),
 //!   `Exit` ends a thread (the process when its last thread ends); a thread whose records end
@@ -317,6 +319,11 @@ impl Space {
     /// Adds a region (its range unmapped before), merging it with a neighbour in the same VMA.
     fn insert(&mut self, r: Region) {
         let i = self.regions.partition_point(|x| x.lo < r.lo);
+        debug_assert!(
+            (i == 0 || self.regions[i - 1].hi <= r.lo)
+                && self.regions.get(i).is_none_or(|x| r.hi <= x.lo),
+            "trace region {r:x?} overlaps another"
+        );
         if i > 0 {
             let left = &mut self.regions[i - 1];
             if left.hi == r.lo && left.vma == r.vma && left.delta == r.delta {
@@ -1130,6 +1137,11 @@ impl Replay {
             self.unmap(k, t, space, new_page, old_page);
             return;
         }
+        // The break's new pages are the heap's, whatever the trace mapped there before (under
+        // valgrind, the first page at the break is an anonymous mapping of its own, recorded
+        // with the initial mappings): as with MAP_FIXED, the old mapping goes, so that regions
+        // never overlap and every heap page translates.
+        self.unmap(k, t, space, old_page, new_page);
         let mut lo = old_page;
         if let Some(h) = self.spaces[space].heap {
             if lo >= h.lo && lo < h.hi {
@@ -1524,6 +1536,28 @@ name = "cg"
         assert_eq!(task(&r, "replay")["trace_unmapped_accesses"], 1 + 8);
     }
 
+    /// Under valgrind the first page at the break is mapped before the program runs (an
+    /// anonymous page recorded with the initial mappings); the heap the break then grows over
+    /// it must translate every page, that one included.
+    #[test]
+    fn the_heap_grows_over_a_page_mapped_at_the_break() {
+        let m = machine("never");
+        let heap = BASE + 0x1234_5000;
+        let mut entries = vec![mmap(0, heap, 4096), access(0, heap, true)];
+        entries.push(ev(Event::Brk {
+            thread: 0,
+            old_end: heap,
+            new_end: heap + 32 * 4096,
+        }));
+        for _ in 0..2 {
+            entries.extend((0..32).map(|p| access(0, heap + p * 4096, true)));
+        }
+        let r = replay(&m, entries);
+        assert_eq!(task(&r, "replay")["trace_unmapped_accesses"], 0);
+        // the page mapped first, then the heap's 32
+        assert_eq!(r.vmstat["pgfault"], 1 + 32);
+    }
+
     #[test]
     fn madvise_dontneed_frees_and_unsupported_advice_is_counted() {
         let m = machine("never");
@@ -1574,6 +1608,48 @@ name = "cg"
         let r = replay(&m, entries);
         assert_eq!(r.vmstat["pgpgin"], 1024, "read once from disk, then from the cache");
         assert_eq!(task(&r, "replay")["trace_events"], 2);
+    }
+
+    /// A temporary file starts empty: write() extends it (new pages are zeroed, not read, even
+    /// when a write covers them in part), and a read after the writes finds all of it: under the
+    /// 8 MiB memcg, 16 MiB written then read back come from disk again, and the pages reclaim
+    /// evicted refault.
+    #[test]
+    fn writes_extend_a_file_that_reads_then_find_again() {
+        let m = machine("never");
+        let file_bytes: u64 = 16 << 20;
+        let write_bytes: u64 = 3000; // not page-aligned: every page is first written in part
+        let mut entries = vec![ev(Event::File {
+            id: 0,
+            path: "/tmp/sortXXXXXX".into(),
+            size_bytes: 0,
+        })];
+        let mut offset = 0;
+        while offset < file_bytes {
+            let len_bytes = write_bytes.min(file_bytes - offset);
+            entries.push(ev(Event::Write {
+                thread: 0,
+                file: 0,
+                offset_bytes: offset,
+                len_bytes,
+            }));
+            offset += len_bytes;
+        }
+        let written = replay(&m, entries.clone());
+        assert_eq!(written.vmstat["pgpgin"], 0, "pages past the end are not read");
+        entries.extend((0..file_bytes / (64 << 10)).map(|i| {
+            ev(Event::Read {
+                thread: 0,
+                file: 0,
+                offset_bytes: i * (64 << 10),
+                len_bytes: 64 << 10,
+            })
+        }));
+        let reread = replay(&m, entries);
+        let pgpgin_kb = reread.vmstat["pgpgin"];
+        assert!(pgpgin_kb >= 8 << 10, "read back from disk: {pgpgin_kb} KiB");
+        let refaults = reread.vmstat["workingset_refault_file"];
+        assert!(refaults >= 1024, "refaults: {refaults}");
     }
 
     #[test]
