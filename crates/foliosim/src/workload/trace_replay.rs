@@ -28,8 +28,8 @@
 //!   advice (FREE, WILLNEED, ...) and mprotect (mm has no protections) are counted in
 //!   `trace_ignored_events` and skipped.
 //! - **Files.** A `File` event names a scenario `[[file]]` by its path or its last component;
-//!   otherwise a file of the size the trace gives is created (4 KiB-page readahead default,
-//!   large folios), so read()/write() go through the page-cache paths of the `read`/`write`
+//!   otherwise a file of the size the trace gives is created, on a device with the task's
+//!   `read_ahead_kb` (default 128) and `large_folios` (default true), so read()/write() go through the page-cache paths of the `read`/`write`
 //!   ops. A write past the file's end extends it, as write() does (a temporary file starts
 //!   at size 0 and grows); a read stops at the end.
 //! - **Threads and processes.** Thread 0 is the task's process. `Clone` starts a thread of the
@@ -58,7 +58,7 @@ use crate::mm::task::TaskState;
 use crate::mm::vma::{HPAGE_PMD_NR, VM_EXEC, VM_SHARED, VM_WRITE};
 use crate::mm::Kernel;
 use crate::scenario::generators::{
-    GeneratorDef, GeneratorParams, DEFAULT_READ_AHEAD_KB, TRACE_REPLAY_GENERATOR,
+    GeneratorDef, GeneratorParams, TRACE_REPLAY_GENERATOR,
 };
 use crate::scenario::types::{content, ReadRequest, WriteRequest, PAGE_SIZE};
 use crate::scenario::walker::{Node, Res};
@@ -96,6 +96,11 @@ pub struct TraceReplayGenerator;
 pub struct TraceReplay {
     pub path: PathBuf,
     pub header: Header,
+    /// The device of the files the trace names and no `[[file]]` declares: its readahead
+    /// maximum (`read_ahead_kb`) and the filesystem's large folios (`large_folios`), as a
+    /// `[[file]]` takes them.
+    pub read_ahead_kb: u64,
+    pub large_folios: bool,
 }
 
 impl GeneratorDef for TraceReplayGenerator {
@@ -103,7 +108,7 @@ impl GeneratorDef for TraceReplayGenerator {
         TRACE_REPLAY_GENERATOR
     }
     fn params(&self) -> &'static [&'static str] {
-        &["trace"]
+        &["trace", "read_ahead_kb", "large_folios"]
     }
     fn parse(&self, task: &Node, _machine: &MachineSpec) -> Res<Box<dyn GeneratorParams>> {
         let Some(given) = task.str_opt("trace")? else {
@@ -114,7 +119,13 @@ impl GeneratorDef for TraceReplayGenerator {
         let source = open(&path).map_err(|e| task.err("trace", e.to_string()))?;
         let header = source.header().clone();
         check_header(&header).map_err(|message| task.err("trace", message))?;
-        Ok(Box::new(TraceReplay { path, header }))
+        let (read_ahead_kb, large_folios) = task.file_device()?;
+        Ok(Box::new(TraceReplay {
+            path,
+            header,
+            read_ahead_kb,
+            large_folios,
+        }))
     }
 }
 
@@ -210,7 +221,8 @@ impl Generator for TraceReplayGenerator {
             key: key.clone(),
             message: e.to_string(),
         })?;
-        w.spawn_replay(k, task, memcg, source, key);
+        let device = (p.read_ahead_kb, p.large_folios);
+        w.spawn_replay(k, task, memcg, source, key, device);
         Ok(())
     }
 }
@@ -399,6 +411,8 @@ pub struct Replay {
     queued: usize,
     /// The simulated file of each trace file id.
     files: Vec<Option<u32>>,
+    /// The read_ahead_kb and large_folios of the files it creates.
+    file_device: (u64, bool),
     /// For messages and names: the scenario file, `task[i].trace`, the task's name.
     scenario_file: String,
     key: String,
@@ -431,6 +445,7 @@ impl Workload {
         memcg: u16,
         source: Box<dyn EntrySource>,
         key: String,
+        file_device: (u64, bool),
     ) {
         let replay = self.replays.len() as u32;
         let t = k.spawn_process(task.name.clone(), memcg, task.node);
@@ -449,6 +464,7 @@ impl Workload {
             }],
             queued: 0,
             files: Vec::new(),
+            file_device,
             scenario_file: k.spec.scenario.file.clone(),
             key,
             name: task.name.clone(),
@@ -800,8 +816,8 @@ impl Replay {
             None => k.create_file(crate::mm::filemap::File::new(
                 path.clone(),
                 (*size_bytes).min(crate::scenario::MAX_MAPPING_BYTES),
-                DEFAULT_READ_AHEAD_KB,
-                true,
+                self.file_device.0,
+                self.file_device.1,
             )),
         };
         let i = *id as usize;
@@ -1206,6 +1222,7 @@ fn aligned_start(next: u64, lo: u64) -> u32 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::scenario::generators::DEFAULT_READ_AHEAD_KB;
     use crate::run::Simulation;
     use crate::scenario::{parse::resolve, Program};
     use crate::trace::Access;
@@ -1303,6 +1320,7 @@ name = "cg"
             memcg,
             Box::new(source),
             "task[2].trace".into(),
+            (DEFAULT_READ_AHEAD_KB, true),
         );
         sim.run(&mut |_| {})
     }
