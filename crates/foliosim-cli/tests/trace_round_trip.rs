@@ -276,6 +276,7 @@ int main(int argc, char **argv) {
     let run = run_json(&d("replay.toml"), &d("replay.json"));
     let task = &run["tasks"][0];
     assert_eq!(task["trace_unmapped_accesses"], 0, "{task}");
+    assert_eq!(run["vmstat"]["oom_kill"], 0);
     // 24 MiB through a 16 MiB memcg: at least 8 MiB (2,048 pages) are read back from disk
     let pgpgin_kb = run["vmstat"]["pgpgin"].as_u64().unwrap();
     assert!(pgpgin_kb >= 8 << 10, "pgpgin {pgpgin_kb} KiB");

@@ -23,15 +23,17 @@
 //!   zaps the tail, a growth maps the new tail as a new anonymous VMA. brk: the heap grows into
 //!   a reservation that reaches the next 2 MiB boundary of the trace's addresses, so that the
 //!   heap can take huge pages, and replaces what the trace mapped where it grows (valgrind's
-//!   own page at the initial break); a shrink zaps. madvise: DONTNEED, HUGEPAGE, NOHUGEPAGE, COLD and
-//!   PAGEOUT as the `madvise` op does them (flags apply to the whole simulated VMA); other
+//!   own page at the initial break); a shrink zaps. madvise: DONTNEED, HUGEPAGE, NOHUGEPAGE,
+//!   COLD and PAGEOUT as the `madvise` op does them (flags apply to the whole simulated VMA); other
 //!   advice (FREE, WILLNEED, ...) and mprotect (mm has no protections) are counted in
 //!   `trace_ignored_events` and skipped.
 //! - **Files.** A `File` event names a scenario `[[file]]` by its path or its last component;
 //!   otherwise a file of the size the trace gives is created, on a device with the task's
-//!   `read_ahead_kb` (default 128) and `large_folios` (default true), so read()/write() go through the page-cache paths of the `read`/`write`
-//!   ops. A write past the file's end extends it, as write() does (a temporary file starts
-//!   at size 0 and grows); a read stops at the end.
+//!   `read_ahead_kb` (default 128) and `large_folios` (default true), so read()/write() go
+//!   through the page-cache paths of the `read`/`write` ops. A write past the file's end
+//!   extends it, as write() does (a temporary file starts at size 0 and grows); a read stops
+//!   at the end. posix_fadvise SEQUENTIAL doubles the task's readahead window on the file,
+//!   NORMAL restores it (generic_fadvise); other advice is counted in `trace_ignored_events`.
 //! - **Threads and processes.** Thread 0 is the task's process. `Clone` starts a thread of the
 //!   parent's process at the parent's clock, `Fork` a child process (the `fork` op's COW fork),
 //!   `Exit` ends a thread (the process when its last thread ends); a thread whose records end
@@ -86,6 +88,8 @@ const MADV_HUGEPAGE: u32 = 14;
 const MADV_NOHUGEPAGE: u32 = 15;
 const MADV_COLD: u32 = 20;
 const MADV_PAGEOUT: u32 = 21;
+const POSIX_FADV_NORMAL: u32 = 0;
+const POSIX_FADV_SEQUENTIAL: u32 = 2;
 
 /// `trace = "..."` (or `generator = "trace_replay"`).
 pub struct TraceReplayGenerator;
@@ -849,7 +853,8 @@ fn ev_thread(ev: &Event) -> Option<ThreadId> {
         | Event::Clone { thread, .. }
         | Event::Exit { thread }
         | Event::Read { thread, .. }
-        | Event::Write { thread, .. } => *thread,
+        | Event::Write { thread, .. }
+        | Event::Fadvise { thread, .. } => *thread,
         Event::File { .. } => return None,
     })
 }
@@ -956,6 +961,27 @@ impl Replay {
                 return Ok(EventEnd::Exit);
             }
             Event::File { .. } => {}
+            Event::Fadvise { file, advice, .. } => {
+                let Some(sim) = self.files.get(file as usize).copied().flatten() else {
+                    self.threads[th as usize].counters.ignored_events += 1;
+                    return Ok(EventEnd::Done);
+                };
+                // generic_fadvise: NORMAL gives the open file the device's readahead maximum,
+                // SEQUENTIAL twice it; the other advice is not modelled.
+                let ra_pages = match advice {
+                    POSIX_FADV_NORMAL => None,
+                    POSIX_FADV_SEQUENTIAL => Some(k.files[sim as usize].ra_pages.saturating_mul(2)),
+                    _ => {
+                        self.threads[th as usize].counters.ignored_events += 1;
+                        return Ok(EventEnd::Done);
+                    }
+                };
+                let ra = &mut k.tasks[t as usize].ra;
+                if ra.len() <= sim as usize {
+                    ra.resize(sim as usize + 1, Default::default());
+                }
+                ra[sim as usize].ra_pages = ra_pages;
+            }
             Event::Read {
                 file,
                 offset_bytes,
@@ -1668,6 +1694,53 @@ name = "cg"
         assert!(pgpgin_kb >= 8 << 10, "read back from disk: {pgpgin_kb} KiB");
         let refaults = reread.vmstat["workingset_refault_file"];
         assert!(refaults >= 1024, "refaults: {refaults}");
+    }
+
+    /// posix_fadvise(SEQUENTIAL) doubles the file's readahead window (mm/fadvise.c): reading
+    /// the first MiB of a file in 16 KiB calls reads ahead up to two windows of 32 pages past
+    /// the reads on the default 128 KiB device, of 64 after the advice.
+    #[test]
+    fn fadvise_sequential_doubles_the_readahead_window() {
+        let m = machine("never");
+        let pgpgin_kb = |advice: Option<u32>| {
+            let mut entries = vec![ev(Event::File {
+                id: 0,
+                path: "/data/input.txt".into(),
+                size_bytes: 16 << 20,
+            })];
+            if let Some(advice) = advice {
+                entries.push(ev(Event::Fadvise {
+                    thread: 0,
+                    file: 0,
+                    offset_bytes: 0,
+                    len_bytes: 0,
+                    advice,
+                }));
+            }
+            entries.extend((0..64).map(|i| {
+                ev(Event::Read {
+                    thread: 0,
+                    file: 0,
+                    offset_bytes: i * (16 << 10),
+                    len_bytes: 16 << 10,
+                })
+            }));
+            let r = replay(&m, entries);
+            let ignored = task(&r, "replay")["trace_ignored_events"].as_u64().unwrap();
+            (r.vmstat["pgpgin"], ignored)
+        };
+        let (plain, _) = pgpgin_kb(None);
+        let (sequential, ignored) = pgpgin_kb(Some(POSIX_FADV_SEQUENTIAL));
+        assert_eq!(ignored, 0);
+        // the window and the next one started at its PG_readahead folio
+        assert!((1024..=1024 + 2 * 32 * 4).contains(&plain), "{plain} KiB");
+        assert!(
+            sequential > 1024 + 2 * 32 * 4 && sequential <= 1024 + 2 * 64 * 4,
+            "{sequential} KiB"
+        );
+        // WILLNEED and the others are counted as ignored, and change nothing
+        let (willneed, ignored) = pgpgin_kb(Some(3));
+        assert_eq!((willneed, ignored), (plain, 1));
     }
 
     #[test]
