@@ -6,8 +6,8 @@
  *     record (page, written?, how many accesses, instructions retired since the thread's
  *     previous record);
  *   - the address-space syscalls (mmap, munmap, mremap, brk, mprotect, madvise) with their
- *     arguments and results, the file behind a mapping, read/write of files (page-cache use),
- *     the threads and processes it starts (clone, fork, vfork) and exits.
+ *     arguments and results, the file behind a mapping, read/write and posix_fadvise of files
+ *     (page-cache use), the threads and processes it starts (clone, fork, vfork) and exits.
  *
  * Speed: a superblock's instructions are counted with one inline add per exit, not a call per
  * instruction; an access costs an inline compare of its page with the running thread's open
@@ -48,6 +48,7 @@
  *  17  END                                   the process exited; nothing follows
  *  18  EXEC     path_len path_bytes          the current thread calls execve(path) (at most 1024
  *                                            bytes); nothing follows if it succeeds
+ *  19  FADVISE  file_serial offset len advice   posix_fadvise of a file (fadvise64)
  *
  * File serials are per process (a forked child inherits its parent's); the recorder identifies
  * files across processes by (dev, ino). A program that execs leaves the trace (valgrind runs
@@ -101,6 +102,7 @@ enum raw_tag {
    TAG_WRITE = 16,
    TAG_END = 17,
    TAG_EXEC = 18,
+   TAG_FADVISE = 19,
 };
 
 /* ---- options ---- */
@@ -555,6 +557,7 @@ static void post_syscall(ThreadId tid, UInt syscallno, UWord *args, UInt nArgs, 
    case __NR_pread64:
    case __NR_write:
    case __NR_pwrite64:
+   case __NR_fadvise64:
    case __NR_clone:
    case __NR_fork:
    case __NR_vfork:
@@ -639,6 +642,19 @@ static void post_syscall(ThreadId tid, UInt syscallno, UWord *args, UInt nArgs, 
       put(file - 1);
       put(offset);
       put(result);
+      end();
+      break;
+   }
+   case __NR_fadvise64: {
+      /* sort, for one, asks for sequential readahead on every file it reads */
+      ULong file = file_of((Long)(Int)args[0]);
+      if (file == 0)
+         break;
+      begin(TAG_FADVISE);
+      put(file - 1);
+      put(args[1]);
+      put(args[2]);
+      put(args[3]);
       end();
       break;
    }

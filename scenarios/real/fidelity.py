@@ -6,7 +6,8 @@ minutes), then one table per program and variant of every counter validate print
 figure against the median of the live runs (with their spread), for docs/fidelity.md.
 
     /usr/bin/python3 scenarios/real/fidelity.py [--foliosim PATH] [--runs 3] [--out DIR]
-                                                [--tables-only] [SCENARIO.toml ...]
+                                                [--live-only] [--tables-only] [--sim DIR]
+                                                [SCENARIO.toml ...]
 
 Needs root (live runs), the inputs (make-inputs.py) and the traces (record.py). Before each live
 run the page cache of the corpus's own files (target/real: inputs, outputs) is dropped with
@@ -17,6 +18,8 @@ them before each run, as the simulator starts with them cached and charged to th
 (docs/replay.md). Run 1 writes DIR/<scenario>-<variant>-1.json (validate's:
 the simulated run, then the live one) and .txt (its table); runs 2..N write
 DIR/<scenario>-<variant>-<i>.json (kernel-run's: the live run); the tables go to DIR/tables.md.
+With --live-only every run is a kernel-run (so that the live lock is held only for live runs);
+the tables then take the simulated runs from --sim DIR (`foliosim run --variant V --json`).
 """
 
 import argparse
@@ -92,8 +95,11 @@ def table(name, variant, documents, sim=None):
     """Markdown: label | simulated | live median | live min-max | sim/live. The first document is
     validate's (simulated, live), the others kernel-run's (live); `sim` replaces validate's
     simulated run."""
-    sim = sim or documents[0]["runs"][0]
-    lives = [documents[0]["runs"][1]] + [d["runs"][0] for d in documents[1:]]
+    if len(documents[0]["runs"]) == 1:  # --live-only: kernel-run's documents only
+        lives = [d["runs"][0] for d in documents]
+    else:
+        sim = sim or documents[0]["runs"][0]
+        lives = [documents[0]["runs"][1]] + [d["runs"][0] for d in documents[1:]]
     per_run = [rows(sim, live) for live in lives]
     oom = [live["memcg"].get("bench", {}).get("oom_kill", 0) for live in lives]
     lines = [
@@ -131,9 +137,12 @@ def main():
     parser.add_argument("--out", default=os.path.join(CORPUS, "fidelity"))
     parser.add_argument("--tables-only", action="store_true", help="only rebuild tables.md")
     parser.add_argument(
+        "--live-only", action="store_true", help="every run a kernel-run (tables need --sim)"
+    )
+    parser.add_argument(
         "--sim",
         metavar="DIR",
-        help="with --tables-only: the simulated runs from DIR/<scenario>-<variant>.json "
+        help="with --tables-only or --live-only: the simulated runs from DIR/<scenario>-<variant>.json "
         "(`foliosim run --variant V --json`), e.g. after an engine change",
     )
     parser.add_argument("scenarios", nargs="*")
@@ -149,7 +158,7 @@ def main():
                 stem = os.path.join(args.out, f"{name}-{variant}-{i}")
                 if not args.tables_only:
                     drop_corpus_page_cache()
-                    mode = "validate" if i == 1 else "kernel-run"
+                    mode = "validate" if i == 1 and not args.live_only else "kernel-run"
                     command = [args.foliosim, mode, path, "--json", stem + ".json"]
                     if variant:
                         command += ["--variant", variant]
@@ -165,7 +174,7 @@ def main():
             if args.sim:
                 with open(os.path.join(args.sim, f"{name}-{variant}.json")) as f:
                     sim = json.load(f)["runs"][0]
-            if documents:
+            if documents and (sim or len(documents[0]["runs"]) > 1):
                 tables.append(table(name, variant, documents, sim))
     with open(os.path.join(args.out, "tables.md"), "w") as f:
         f.write("\n".join(tables))

@@ -182,6 +182,7 @@ fn event_kind(event: &Event) -> &'static str {
         Event::File { .. } => "file",
         Event::Read { .. } => "read",
         Event::Write { .. } => "write",
+        Event::Fadvise { .. } => "fadvise",
     }
 }
 

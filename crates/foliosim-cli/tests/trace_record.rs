@@ -133,7 +133,8 @@ fn thread_of(entry: &Entry) -> Option<ThreadId> {
             | Event::Clone { thread, .. }
             | Event::Exit { thread }
             | Event::Read { thread, .. }
-            | Event::Write { thread, .. },
+            | Event::Write { thread, .. }
+            | Event::Fadvise { thread, .. },
         ) => Some(*thread),
         Entry::Event(Event::File { .. }) => None,
     }

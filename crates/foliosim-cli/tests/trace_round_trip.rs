@@ -198,3 +198,88 @@ fn a_deep_stack_is_inside_the_recorded_mappings() {
     assert!(task["trace_accesses"].as_u64().unwrap() > 6_000_000);
     assert_eq!(task["trace_unmapped_accesses"], 0, "{task}");
 }
+
+/// A program that does what an external sort does with its runs: builds a heap with malloc
+/// (the break grows over the page valgrind maps at it), writes a 24 MiB temporary file,
+/// closes it, opens it again and reads it back. The temporary file is empty when it is opened,
+/// so the replay must let write() extend it; under the 16 MiB memcg part of it is evicted
+/// before the reread and comes from disk again as refaults; and every heap access translates.
+#[test]
+fn a_temporary_file_written_then_read_back_replays_its_rereads() {
+    for tool in ["valgrind", "cc"] {
+        if !on_path(tool) {
+            eprintln!("skipped: {tool} is not installed");
+            return;
+        }
+    }
+    let dir = Dir(std::env::temp_dir().join(format!("foliosim-tmpfile-{}", std::process::id())));
+    let _ = std::fs::remove_dir_all(&dir.0);
+    std::fs::create_dir_all(&dir.0).unwrap();
+    let d = |name: &str| dir.0.join(name);
+    std::fs::write(
+        d("runs.c"),
+        r#"#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#define FILE_BYTES (24 << 20)
+int main(int argc, char **argv) {
+    /* a heap of small blocks: malloc takes them from the break */
+    char *blocks[512];
+    for (int i = 0; i < 512; i++) { blocks[i] = malloc(4000); memset(blocks[i], i, 4000); }
+    char path[4096];
+    snprintf(path, sizeof path, "%s/runXXXXXX", argv[1]);
+    int fd = mkstemp(path);
+    if (fd < 0) return 1;
+    static char buf[65536];
+    for (long done = 0; done < FILE_BYTES; done += 4096) {
+        memcpy(buf, blocks[(done >> 12) % 512], 4096);
+        if (write(fd, buf, 4096) != 4096) return 2;
+    }
+    close(fd);
+    fd = open(path, O_RDONLY);
+    long sum = 0, n;
+    while ((n = read(fd, buf, sizeof buf)) > 0) sum += buf[n - 1];
+    close(fd);
+    unlink(path);
+    for (int i = 0; i < 512; i++) sum += blocks[i][7];
+    return sum == 42;
+}
+"#,
+    )
+    .unwrap();
+    let status = Command::new("cc")
+        .args(["-O1", "-o"])
+        .arg(d("runs"))
+        .arg(d("runs.c"))
+        .status()
+        .unwrap();
+    assert!(status.success(), "cc failed");
+    let out = foliosim()
+        .args(["trace", "record", "-o"])
+        .arg(d("runs.trace"))
+        .arg("--")
+        .arg(d("runs"))
+        .arg(&dir.0)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "recording failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let replay = format!(
+        "name = \"replay\"{MACHINE}\n[[task]]\nname = \"p\"\ncgroup = \"cg\"\ntrace = \"runs.trace\"\n"
+    );
+    std::fs::write(d("replay.toml"), replay).unwrap();
+    let run = run_json(&d("replay.toml"), &d("replay.json"));
+    let task = &run["tasks"][0];
+    assert_eq!(task["trace_unmapped_accesses"], 0, "{task}");
+    assert_eq!(run["vmstat"]["oom_kill"], 0);
+    // 24 MiB through a 16 MiB memcg: at least 8 MiB (2,048 pages) are read back from disk
+    let pgpgin_kb = run["vmstat"]["pgpgin"].as_u64().unwrap();
+    assert!(pgpgin_kb >= 8 << 10, "pgpgin {pgpgin_kb} KiB");
+    let refaults = run["vmstat"]["workingset_refault_file"].as_u64().unwrap();
+    assert!(refaults >= 2048, "workingset_refault_file {refaults}");
+}

@@ -84,8 +84,14 @@ fn simulation(source: Box<dyn foliosim::workload::trace_replay::EntrySource>) ->
         program: Program::Ops(vec![]),
         command: None,
     };
-    sim.workload
-        .spawn_replay(&mut sim.kernel, &task, 0, source, "task[2].trace".into());
+    sim.workload.spawn_replay(
+        &mut sim.kernel,
+        &task,
+        0,
+        source,
+        "task[2].trace".into(),
+        (128, true),
+    );
     sim
 }
 

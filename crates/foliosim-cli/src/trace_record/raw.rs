@@ -30,6 +30,7 @@ const TAG_READ: u8 = 15;
 const TAG_WRITE: u8 = 16;
 const TAG_END: u8 = 17;
 const TAG_EXEC: u8 = 18;
+const TAG_FADVISE: u8 = 19;
 
 const CHUNK_HEADER_BYTES: usize = 8;
 /// The tool writes chunks of at most PIPE_BUF bytes, header included.
@@ -642,6 +643,26 @@ impl RawDecoder {
                 };
                 event(self, e);
             }
+            TAG_FADVISE => {
+                let file = fields.varint()?;
+                let offset_bytes = fields.varint()?;
+                let len_bytes = fields.varint()?;
+                let advice = fields.varint()?;
+                let (_, thread) = self.current(pid, fields)?;
+                let file = self
+                    .file(pid, file + 1, fields)?
+                    .expect("a serial + 1 is never 0");
+                event(
+                    self,
+                    Event::Fadvise {
+                        thread,
+                        file,
+                        offset_bytes,
+                        len_bytes,
+                        advice: advice as u32,
+                    },
+                );
+            }
             TAG_END => {
                 let process = self.processes.entry(pid);
                 process.ended = true;
@@ -669,7 +690,7 @@ impl RawDecoder {
             other => {
                 return Err(RawError {
                     offset: tag_offset,
-                    message: format!("expected a record tag 1..=18, found {other}"),
+                    message: format!("expected a record tag 1..=19, found {other}"),
                 })
             }
         }
@@ -868,7 +889,7 @@ mod tests {
             decode(&s.0, 4096).unwrap_err(),
             RawError {
                 offset: 11,
-                message: "expected a record tag 1..=18, found 99".into()
+                message: "expected a record tag 1..=19, found 99".into()
             }
         );
         let mut cut = Stream(Vec::new());

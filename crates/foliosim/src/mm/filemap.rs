@@ -33,7 +33,8 @@
 //! cgroup's two read() passes left it before the run (filemap_warm, for a trace task's
 //! `warm_files`); a later reader hits it and charges nothing, as filemap_get_folio's hit does.
 //!
-//! Left out: file growth (writes stop at the file's size), per-block uptodate state (a folio is
+//! A write past the end of a file extends it (i_size_write in write_end), its new pages
+//! zeroed rather than read. Left out: per-block uptodate state (a folio is
 //! read and written whole), truncation, VM_RAND_READ / VM_SEQ_READ advice, the v6.16 VM_EXEC
 //! read-around (exec_folio_order), shadow entries and workingset refault detection (so
 //! mmap_miss counts every page seen), the per-CPU lru_add batches, PG_idle, and MGLRU.
@@ -586,7 +587,12 @@ impl Kernel {
         }
         let mut st = self.tasks[t as usize].file_write;
         if !st.started {
-            let (pos, end) = self.file_op_range(file, req.offset_bytes, req.len_bytes);
+            let pos = req.offset_bytes.min(MAX_FILE_BYTES);
+            let end = req
+                .offset_bytes
+                .saturating_add(req.len_bytes)
+                .min(MAX_FILE_BYTES);
+            self.file_extend_index(file, end);
             st = WriteState::start(pos, end);
         }
         let chunk = if self.files[file as usize].large_folios {
@@ -638,6 +644,9 @@ impl Kernel {
                 continue;
             }
             st.pos = self.copy_folio_from_user(t, folio, st.pos, st.call_end, req.data);
+            // write_end: a copy past the end of the file moves it (i_size_write).
+            let f = &mut self.files[file as usize];
+            f.size_bytes = f.size_bytes.max(st.pos);
         };
         self.tasks[t as usize].file_write = if matches!(result, Ok(false)) {
             st
@@ -647,12 +656,31 @@ impl Kernel {
         result
     }
 
+    /// Makes the page cache's index reach the page holding byte `end_bytes - 1`, for a write
+    /// that may extend the file (the xarray has no fixed size; `nr_pages` is its length here).
+    /// The file's size (i_size) moves only as the write's copies pass it.
+    fn file_extend_index(&mut self, file: FileId, end_bytes: u64) {
+        let f = &mut self.files[file as usize];
+        let nr_pages = end_bytes.div_ceil(PAGE_SIZE) as u32;
+        if nr_pages <= f.nr_pages {
+            return;
+        }
+        f.nr_pages = nr_pages;
+        f.cache.resize(nr_pages as usize, NIL);
+        if !f.shadows.is_empty() {
+            f.shadows
+                .resize(nr_pages as usize, super::workingset::Shadow::NONE);
+        }
+    }
+
     /// write_begin for a folio not in the page cache: __filemap_get_folio(FGP_WRITEBEGIN |
     /// fgf_set_order(len)) creates a folio at pos's page of the largest order that fits `len`,
     /// is aligned, lies inside the file and overlaps no cached folio, smaller ones if the
     /// allocation fails. Pages the write covers only in part are read first (the block layer's
     /// partial-block read of iomap / __block_write_begin; the other pages are overwritten
-    /// whole, so a full-folio write reads nothing).
+    /// whole, so a full-folio write reads nothing), unless they start at or past the end of the
+    /// file: those have no blocks on disk and are zeroed, not read (iomap_block_needs_zeroing's
+    /// `pos >= i_size`, a new block's buffer_new in __block_write_begin).
     fn write_begin_new_folio(&mut self, file: FileId, pos: u64, len: u64) -> Option<FolioId> {
         let index = (pos / PAGE_SIZE) as u32;
         let f = &self.files[file as usize];
@@ -691,7 +719,9 @@ impl Kernel {
         // Pages [index, first_full) and [last_full, index + nr) are written in part.
         let first_full = pos.div_ceil(PAGE_SIZE) as u32;
         let last_full = ((end / PAGE_SIZE) as u32).max(first_full);
+        let on_disk_end = self.files[file as usize].size_bytes.div_ceil(PAGE_SIZE) as u32;
         for (a, b) in [(index, first_full), (last_full, index + nr)] {
+            let b = b.min(on_disk_end);
             if a < b {
                 self.read_pages(file, a, b, (b - a) as u64);
                 self.filemap_wait_uptodate(file, a);
@@ -704,6 +734,9 @@ impl Kernel {
 /// MMAP_LOTSAMISS: past this many faults that missed the page cache (net of hits), mmap
 /// read-around stops.
 const MMAP_LOTSAMISS: u32 = 100;
+
+/// The largest file a write may make: the page cache's index is a u32 page number here.
+const MAX_FILE_BYTES: u64 = crate::scenario::MAX_MAPPING_BYTES;
 
 /// The mmap side: page faults on file VMAs.
 impl Kernel {

@@ -28,6 +28,9 @@ pub struct FileRaState {
     pub prev_pos: i64,
     /// Page faults that missed the page cache, less hits (`mmap_miss`).
     pub mmap_miss: u32,
+    /// The read path's window maximum when posix_fadvise set one (`ra_pages`: twice the
+    /// device's after POSIX_FADV_SEQUENTIAL, mm/fadvise.c); None, the device's.
+    pub ra_pages: Option<u32>,
 }
 
 impl Default for FileRaState {
@@ -38,6 +41,7 @@ impl Default for FileRaState {
             async_size: 0,
             prev_pos: -1,
             mmap_miss: 0,
+            ra_pages: None,
         }
     }
 }
@@ -74,7 +78,7 @@ impl Kernel {
         index: u32,
         req_count: u32,
     ) {
-        let max = self.files[file as usize].ra_pages;
+        let max = ra.ra_pages.unwrap_or(self.files[file as usize].ra_pages);
         if max == 0 {
             // No readahead: the caller reads the one folio it needs.
             return;
@@ -109,7 +113,7 @@ impl Kernel {
         index: u32,
     ) {
         self.mem.clear(folio, pg::RECLAIM);
-        let max = self.files[file as usize].ra_pages;
+        let max = ra.ra_pages.unwrap_or(self.files[file as usize].ra_pages);
         if max == 0 {
             return;
         }

@@ -25,6 +25,8 @@
 //! lruvec_page_state reads them; the scan targets use the exact list sizes. shmem folios
 //! (mm/shmem.rs) are unmapped like page-cache folios and written by shmem_writeout, then freed
 //! as swap-cache folios.
+//! A direct or memcg reclaim that freed nothing after skipping active lists retries with
+//! force_deactivate (do_try_to_free_pages, v5.5+).
 //! Left out: proportional scan adjustment, the congested/PGDAT_WRITEBACK throttling of
 //! kswapd, compaction, MGLRU.
 
@@ -91,6 +93,11 @@ pub struct ScanControl {
     /// MADV_PAGEOUT: reclaim without looking at references.
     pub ignore_references: bool,
     pub may_deactivate: bool,
+    /// An active list was due a scan that may_deactivate forbade (sc->skipped_deactivate).
+    pub skipped_deactivate: bool,
+    /// A direct reclaim that freed nothing after skipping deactivation retries with every
+    /// active list deactivated (sc->force_deactivate, do_try_to_free_pages, v5.5+).
+    pub force_deactivate: bool,
     /// MADV_PAGEOUT reclaims to swap, never to a lower tier.
     pub no_demotion: bool,
     /// Reclaim of one memcg at its limit (sc->target_mem_cgroup set).
@@ -107,6 +114,19 @@ pub struct ScanControl {
 }
 
 impl ScanControl {
+    /// do_try_to_free_pages after a pass that freed nothing: if it left active lists
+    /// unscanned for want of may_deactivate, the inactive:active estimates were wrong (stale
+    /// flushed statistics, say); go again from DEF_PRIORITY deactivating every list.
+    fn retry_with_force_deactivate(&mut self) -> bool {
+        if self.nr_reclaimed > 0 || !self.skipped_deactivate {
+            return false;
+        }
+        self.priority = DEF_PRIORITY;
+        self.force_deactivate = true;
+        self.skipped_deactivate = false;
+        true
+    }
+
     pub fn new(nr_to_reclaim: u64, is_kswapd: bool) -> Self {
         ScanControl {
             nr_to_reclaim,
@@ -115,6 +135,8 @@ impl ScanControl {
             is_kswapd,
             ignore_references: false,
             may_deactivate: false,
+            skipped_deactivate: false,
+            force_deactivate: false,
             no_demotion: false,
             cgroup_reclaim: false,
             target_memcg: 0,
@@ -332,7 +354,8 @@ impl Kernel {
                 && self.lru_size_hier(node, Lru::InactiveAnon) >> sc.priority > 0
         };
         let cache_trim_mode = self.lru_size_hier(target, Lru::InactiveFile) >> sc.priority > 0
-            && !self.inactive_is_low_flushed(target, true);
+            && !self.inactive_is_low_flushed(target, true)
+            && !sc.force_deactivate;
         // Each kind scans fraction / denominator of its lists' `size >> priority`.
         let (fraction, denominator) = if !anon || (sc.cgroup_reclaim && swappiness == 0) {
             ([0, 1], 1) // SCAN_FILE
@@ -425,7 +448,9 @@ impl Kernel {
         self.memcg_stats_flush_due();
         let target = if sc.cgroup_reclaim { lv } else { node as usize };
         let may_deactivate = [false, true].map(|file| {
-            self.inactive_is_low_flushed(target, file) || self.refaults_since_snapshot(target, file)
+            sc.force_deactivate
+                || self.inactive_is_low_flushed(target, file)
+                || self.refaults_since_snapshot(target, file)
         });
         // Per list kind (anon, file): inactive and active pages to scan.
         let mut nr = self.get_scan_count(lv, sc, anon);
@@ -442,6 +467,8 @@ impl Kernel {
                     nr[k][1] -= n;
                     if sc.may_deactivate {
                         self.shrink_active_list(lv, file, n, sc);
+                    } else {
+                        sc.skipped_deactivate = true;
                     }
                 }
             }
@@ -836,6 +863,9 @@ impl Kernel {
                         self.snapshot_refaults(n as usize);
                     }
                 }
+                if sc.retry_with_force_deactivate() {
+                    continue;
+                }
                 self.throttle_on_dirty(&sc);
                 self.account_direct_reclaim(start_ns, sc.nr_reclaimed);
                 return sc.nr_reclaimed;
@@ -867,6 +897,9 @@ impl Kernel {
             if sc.nr_reclaimed >= sc.nr_to_reclaim || sc.priority == 0 {
                 for node in 0..self.nodes.len() as u32 {
                     self.snapshot_refaults(self.lruvec_index(memcg, node));
+                }
+                if sc.retry_with_force_deactivate() {
+                    continue;
                 }
                 self.throttle_on_dirty(&sc);
                 self.account_direct_reclaim(start_ns, sc.nr_reclaimed);
@@ -1006,6 +1039,37 @@ ops = [{ op = "sleep", time = "1ms" }]
         );
         // a hierarchical figure: the root's lruvec counts its cgroups' pages
         assert!(k.inactive_is_low_flushed(k.lruvec_index(0, 0), false));
+    }
+
+    /// Every page of the cgroup is on the active file list, but the flushed statistics are of
+    /// before (empty lists): inactive_is_low says no, nothing refaulted, so may_deactivate stays
+    /// off and a pass down to priority 0 frees nothing. do_try_to_free_pages then goes again
+    /// with force_deactivate instead of failing (and the charge ending in the OOM killer).
+    #[test]
+    fn a_limit_reclaim_that_skipped_deactivation_retries_with_force_deactivate() {
+        let mut k = boot(60);
+        let t = k.current as usize;
+        k.tasks[t].memcg = 1;
+        let file = k.create_file(crate::mm::filemap::File::new(
+            "f".into(),
+            256 * 4096,
+            128,
+            false,
+        ));
+        for index in 0..256 {
+            let folio = k
+                .filemap_alloc_folio(file, index, 0, crate::mm::memory::Gfp::USER)
+                .unwrap();
+            k.folio_mark_accessed(folio);
+            k.folio_mark_accessed(folio);
+        }
+        let lv = k.lruvec_index(1, 0);
+        assert_eq!(k.lruvecs[lv].lists[Lru::ActiveFile as usize].nr_pages, 256);
+        assert!(k.clock_ns < k.memcg_stats_next_flush_ns, "no flush due yet");
+        assert!(!k.inactive_is_low_flushed(lv, true));
+        let reclaimed = k.try_to_free_mem_cgroup_pages(1, SWAP_CLUSTER_MAX);
+        assert!(reclaimed >= SWAP_CLUSTER_MAX, "reclaimed {reclaimed}");
+        assert!(k.stat.get(Vm::Pgdeactivate) > 0);
     }
 
     #[test]

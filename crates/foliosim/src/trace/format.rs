@@ -38,6 +38,8 @@ pub const TAG_EXIT: u8 = 0x09;
 pub const TAG_FILE: u8 = 0x0a;
 pub const TAG_READ: u8 = 0x0b;
 pub const TAG_WRITE: u8 = 0x0c;
+/// Version 2 on.
+pub const TAG_FADVISE: u8 = 0x0d;
 
 pub const ACCESS: u8 = 0x80;
 /// The access wrote.
@@ -74,6 +76,7 @@ pub fn tag_name(tag: u8) -> &'static str {
         TAG_FILE => "file",
         TAG_READ => "read",
         TAG_WRITE => "write",
+        TAG_FADVISE => "fadvise",
         t if t & ACCESS != 0 => "access",
         _ => "unknown",
     }

@@ -19,8 +19,10 @@ mod write;
 pub use read::TraceReader;
 pub use write::TraceWriter;
 
-/// The format version this build writes and reads.
-pub const FORMAT_VERSION: u32 = 1;
+/// The format version this build writes; it reads this one and every earlier one.
+pub const FORMAT_VERSION: u32 = 2;
+/// The oldest format version this build reads (version 2 added `Event::Fadvise`).
+pub const OLDEST_FORMAT_VERSION: u32 = 1;
 
 /// What a trace says about itself.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -134,6 +136,15 @@ pub enum Event {
         file: FileId,
         offset_bytes: u64,
         len_bytes: u64,
+    },
+    /// posix_fadvise() of a file (POSIX_FADV_NORMAL 0, RANDOM 1, SEQUENTIAL 2, WILLNEED 3,
+    /// DONTNEED 4, NOREUSE 5); `len_bytes` 0 means to the end of the file. Version 2 on.
+    Fadvise {
+        thread: ThreadId,
+        file: FileId,
+        offset_bytes: u64,
+        len_bytes: u64,
+        advice: u32,
     },
 }
 

@@ -11,7 +11,7 @@ use std::io::{self, BufReader, Read};
 use std::path::Path;
 
 use super::format::*;
-use super::{Access, Entry, Event, Header, TraceError, FORMAT_VERSION};
+use super::{Access, Entry, Event, Header, TraceError, FORMAT_VERSION, OLDEST_FORMAT_VERSION};
 
 /// Decompressed bytes are decoded from a buffer this large.
 const BUFFER_BYTES: usize = 128 * 1024;
@@ -19,6 +19,8 @@ const BUFFER_BYTES: usize = 128 * 1024;
 pub struct TraceReader<R: Read> {
     file: String,
     header: Header,
+    /// The format version of the preamble (which tags are known).
+    version: u32,
     decoder: zstd::stream::read::Decoder<'static, BufReader<R>>,
     buffer: Box<[u8]>,
     /// The next byte to decode and the end of the valid bytes in `buffer`.
@@ -74,10 +76,13 @@ impl<R: Read> TraceReader<R> {
             ));
         }
         let version = u32::from_le_bytes(fixed[8..12].try_into().unwrap());
-        if version != FORMAT_VERSION {
+        if !(OLDEST_FORMAT_VERSION..=FORMAT_VERSION).contains(&version) {
             return Err(error(
                 8,
-                format!("expected format version {FORMAT_VERSION}, found version {version}"),
+                format!(
+                    "expected format version {OLDEST_FORMAT_VERSION} to {FORMAT_VERSION}, found \
+                     version {version}"
+                ),
             ));
         }
         if got < 16 {
@@ -120,6 +125,7 @@ impl<R: Read> TraceReader<R> {
         Ok(TraceReader {
             file: file_name.to_string(),
             header,
+            version,
             decoder,
             buffer: vec![0u8; BUFFER_BYTES].into_boxed_slice(),
             pos: 0,
@@ -317,10 +323,25 @@ impl<R: Read> TraceReader<R> {
                 offset_bytes: self.varint(field, "file offset")?,
                 len_bytes: self.varint(field, "length")?,
             },
+            TAG_FADVISE if self.version >= 2 => Event::Fadvise {
+                thread: self.u32(field, "thread")?,
+                file: self.u32(field, "file id")?,
+                offset_bytes: self.varint(field, "file offset")?,
+                len_bytes: self.varint(field, "length")?,
+                advice: self.u32(field, "advice")?,
+            },
             _ => {
                 return Err(self.error_at(
                     tag_offset,
-                    format!("expected a record tag (0x00 to 0x0c, or 0x80 to 0xbf for an access), found 0x{tag:02x}"),
+                    format!(
+                        "expected a record tag (0x00 to 0x{:02x}, or 0x80 to 0xbf for an access), \
+                         found 0x{tag:02x}",
+                        if self.version >= 2 {
+                            TAG_FADVISE
+                        } else {
+                            TAG_WRITE
+                        }
+                    ),
                 ))
             }
         };

@@ -127,6 +127,13 @@ fn every_kind() -> Vec<Entry> {
             offset_bytes: 1 << 33,
             len_bytes: 1,
         }),
+        Entry::Event(Event::Fadvise {
+            thread: 0,
+            file: 0,
+            offset_bytes: 0,
+            len_bytes: 0,
+            advice: 2,
+        }),
         Entry::Event(Event::Exit { thread: 1 }),
         Entry::Event(Event::Exit { thread: 0 }),
     ]
@@ -251,11 +258,11 @@ fn malformed_preambles_name_their_offset() {
     assert_eq!(error_of(b"").offset, 0);
 
     let mut bad = good.clone();
-    bad[8] = 2;
+    bad[8] = 3;
     let e = error_of(&bad);
     assert_eq!(
         (e.offset, e.message.as_str()),
-        (8, "expected format version 1, found version 2")
+        (8, "expected format version 1 to 2, found version 3")
     );
 
     let mut bad = good.clone();
@@ -286,7 +293,7 @@ fn malformed_records_name_their_offset_in_the_records() {
     let start = preamble().len() as u64;
     let cases: &[(&[u8], u64, &str)] = &[
         (&[], 0, "truncated trace"),
-        (&[0x0d], 0, "expected a record tag"),
+        (&[0x0e], 0, "expected a record tag (0x00 to 0x0d"),
         (&[0x7f], 0, "found 0x7f"),
         (&[0xc0], 0, "reserved"),
         // count flag with a count of 0
@@ -426,7 +433,7 @@ fn any_entry() -> impl Strategy<Value = Entry> {
         any::<u64>(),
         any::<u64>(),
         any::<u32>(),
-        0usize..12,
+        0usize..13,
         ".{0,8}",
     )
         .prop_map(|(thread, a, b, c, kind, path)| {
@@ -483,6 +490,13 @@ fn any_entry() -> impl Strategy<Value = Entry> {
                     offset_bytes: a,
                     len_bytes: b,
                 },
+                11 => Event::Fadvise {
+                    thread,
+                    file: c,
+                    offset_bytes: a,
+                    len_bytes: b,
+                    advice: c,
+                },
                 _ => Event::Write {
                     thread,
                     file: c,
@@ -515,4 +529,34 @@ proptest! {
         bytes.extend(tail);
         let _ = decode(&bytes);
     }
+}
+
+/// Version 1 had no fadvise event: a version-1 trace holding its tag is refused, and one without
+/// it still reads (traces recorded before version 2 replay as they did).
+#[test]
+fn a_version_1_trace_reads_without_the_fadvise_tag() {
+    // fadvise: thread 0, file 0, offset 0, len 0, SEQUENTIAL; then the end record
+    let records = [0x0d, 0, 0, 0, 0, 2, 0x00];
+    let v2 = with_records(&records);
+    let (_, entries) = decode(&v2).expect("a version-2 trace with fadvise reads");
+    assert_eq!(
+        entries,
+        vec![Entry::Event(Event::Fadvise {
+            thread: 0,
+            file: 0,
+            offset_bytes: 0,
+            len_bytes: 0,
+            advice: 2,
+        })]
+    );
+    let mut v1 = v2.clone();
+    v1[8] = 1;
+    let e = error_of(&v1);
+    assert!(
+        e.message.contains("expected a record tag (0x00 to 0x0c"),
+        "{e}"
+    );
+    let mut v1_plain = with_records(&[0x00]);
+    v1_plain[8] = 1;
+    assert!(decode(&v1_plain).is_ok());
 }

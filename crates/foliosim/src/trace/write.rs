@@ -254,6 +254,25 @@ impl<W: Write> TraceWriter<W> {
                 out.push(TAG_WRITE);
                 put_varints(out, &[thread.into(), file.into(), offset_bytes, len_bytes]);
             }
+            Event::Fadvise {
+                thread,
+                file,
+                offset_bytes,
+                len_bytes,
+                advice,
+            } => {
+                out.push(TAG_FADVISE);
+                put_varints(
+                    out,
+                    &[
+                        thread.into(),
+                        file.into(),
+                        offset_bytes,
+                        len_bytes,
+                        advice.into(),
+                    ],
+                );
+            }
         }
         Ok(())
     }

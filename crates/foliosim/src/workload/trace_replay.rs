@@ -22,16 +22,20 @@
 //!   addresses move (as the kernel moves page tables, nothing is copied or faulted); a shrink
 //!   zaps the tail, a growth maps the new tail as a new anonymous VMA. brk: the heap grows into
 //!   a reservation that reaches the next 2 MiB boundary of the trace's addresses, so that the
-//!   heap can take huge pages; a shrink zaps. madvise: DONTNEED, HUGEPAGE, NOHUGEPAGE, COLD and
-//!   PAGEOUT as the `madvise` op does them (flags apply to the whole simulated VMA); other
+//!   heap can take huge pages, and replaces what the trace mapped where it grows (valgrind's
+//!   own page at the initial break); a shrink zaps. madvise: DONTNEED, HUGEPAGE, NOHUGEPAGE,
+//!   COLD and PAGEOUT as the `madvise` op does them (flags apply to the whole simulated VMA); other
 //!   advice (FREE, WILLNEED, ...) and mprotect (mm has no protections) are counted in
 //!   `trace_ignored_events` and skipped.
 //! - **Files.** A `File` event names a scenario `[[file]]` by its path or its last component;
 //!   else a file the task's `warm_files` cached at spawn (workload/warm_files.rs: in the page
 //!   cache, charged to the root memcg); otherwise a file of the size the trace gives is created
-//!   on disk (4 KiB-page readahead default, large folios), so read()/write() go through the
-//!   page-cache paths of the `read`/`write` ops. Reads and writes past the size are clamped to
-//!   it (mm's files do not grow).
+//!   on disk. Both are on a device with the task's `read_ahead_kb` (default 128) and
+//!   `large_folios` (default true), so read()/write() go through the page-cache paths of the
+//!   `read`/`write` ops. A write past the file's end extends it, as write() does (a temporary
+//!   file starts at size 0 and grows); a read stops at the end. posix_fadvise SEQUENTIAL
+//!   doubles the task's readahead window on the file, NORMAL restores it (generic_fadvise);
+//!   other advice is counted in `trace_ignored_events`.
 //! - **Threads and processes.** Thread 0 is the task's process. `Clone` starts a thread of the
 //!   parent's process at the parent's clock, `Fork` a child process (the `fork` op's COW fork),
 //!   `Exit` ends a thread (the process when its last thread ends); a thread whose records end
@@ -59,7 +63,7 @@ use crate::mm::task::TaskState;
 use crate::mm::vma::{HPAGE_PMD_NR, VM_EXEC, VM_SHARED, VM_WRITE};
 use crate::mm::Kernel;
 use crate::scenario::generators::{
-    GeneratorDef, GeneratorParams, DEFAULT_READ_AHEAD_KB, TRACE_REPLAY_GENERATOR,
+    GeneratorDef, GeneratorParams, TRACE_REPLAY_GENERATOR,
 };
 use crate::scenario::types::{content, ReadRequest, WriteRequest, PAGE_SIZE};
 use crate::scenario::walker::{Node, Res};
@@ -87,6 +91,8 @@ const MADV_HUGEPAGE: u32 = 14;
 const MADV_NOHUGEPAGE: u32 = 15;
 const MADV_COLD: u32 = 20;
 const MADV_PAGEOUT: u32 = 21;
+const POSIX_FADV_NORMAL: u32 = 0;
+const POSIX_FADV_SEQUENTIAL: u32 = 2;
 
 /// `trace = "..."` (or `generator = "trace_replay"`).
 pub struct TraceReplayGenerator;
@@ -100,6 +106,11 @@ pub struct TraceReplay {
     /// The files the trace names that start in the page cache, charged to the root memcg
     /// (`warm_files`, workload/warm_files.rs).
     pub warm_files: WarmFiles,
+    /// The device of the files the trace names and no `[[file]]` declares: its readahead
+    /// maximum (`read_ahead_kb`) and the filesystem's large folios (`large_folios`), as a
+    /// `[[file]]` takes them.
+    pub read_ahead_kb: u64,
+    pub large_folios: bool,
 }
 
 impl GeneratorDef for TraceReplayGenerator {
@@ -107,7 +118,7 @@ impl GeneratorDef for TraceReplayGenerator {
         TRACE_REPLAY_GENERATOR
     }
     fn params(&self) -> &'static [&'static str] {
-        &["trace", "warm_files"]
+        &["trace", "warm_files", "read_ahead_kb", "large_folios"]
     }
     fn parse(&self, task: &Node, _machine: &MachineSpec) -> Res<Box<dyn GeneratorParams>> {
         let Some(given) = task.str_opt("trace")? else {
@@ -119,10 +130,13 @@ impl GeneratorDef for TraceReplayGenerator {
         let header = source.header().clone();
         check_header(&header).map_err(|message| task.err("trace", message))?;
         let warm_files = WarmFiles::parse(task)?;
+        let (read_ahead_kb, large_folios) = task.file_device()?;
         Ok(Box::new(TraceReplay {
             path,
             header,
             warm_files,
+            read_ahead_kb,
+            large_folios,
         }))
     }
 }
@@ -221,7 +235,8 @@ impl Generator for TraceReplayGenerator {
         };
         let source = open(&p.path).map_err(input_error)?;
         let warm = p.warm_files.select(&p.path).map_err(input_error)?;
-        w.spawn_replay(k, task, memcg, source, key);
+        let device = (p.read_ahead_kb, p.large_folios);
+        w.spawn_replay(k, task, memcg, source, key, device);
         w.warm_replay_files(k, &warm, task.node);
         Ok(())
     }
@@ -338,6 +353,11 @@ impl Space {
     /// Adds a region (its range unmapped before), merging it with a neighbour in the same VMA.
     fn insert(&mut self, r: Region) {
         let i = self.regions.partition_point(|x| x.lo < r.lo);
+        debug_assert!(
+            (i == 0 || self.regions[i - 1].hi <= r.lo)
+                && self.regions.get(i).is_none_or(|x| r.hi <= x.lo),
+            "trace region {r:x?} overlaps another"
+        );
         if i > 0 {
             let left = &mut self.regions[i - 1];
             if left.hi == r.lo && left.vma == r.vma && left.delta == r.delta {
@@ -415,6 +435,8 @@ pub struct Replay {
     files: Vec<Option<u32>>,
     /// The files that started in the page cache, by the trace's path (`warm_files`).
     warm: Vec<(String, u32)>,
+    /// The read_ahead_kb and large_folios of the files it creates.
+    file_device: (u64, bool),
     /// For messages and names: the scenario file, `task[i].trace`, the task's name.
     scenario_file: String,
     key: String,
@@ -447,6 +469,7 @@ impl Workload {
         memcg: u16,
         source: Box<dyn EntrySource>,
         key: String,
+        file_device: (u64, bool),
     ) {
         let replay = self.replays.len() as u32;
         let t = k.spawn_process(task.name.clone(), memcg, task.node);
@@ -466,6 +489,7 @@ impl Workload {
             queued: 0,
             files: Vec::new(),
             warm: Vec::new(),
+            file_device,
             scenario_file: k.spec.scenario.file.clone(),
             key,
             name: task.name.clone(),
@@ -493,8 +517,8 @@ impl Workload {
             let file = k.create_file(crate::mm::filemap::File::new(
                 wf.path.clone(),
                 wf.size_bytes.min(crate::scenario::MAX_MAPPING_BYTES),
-                DEFAULT_READ_AHEAD_KB,
-                true,
+                r.file_device.0,
+                r.file_device.1,
             ));
             let pages = k.filemap_warm(file, node);
             r.warm.push((wf.path.clone(), file));
@@ -847,8 +871,8 @@ impl Replay {
             (None, None) => k.create_file(crate::mm::filemap::File::new(
                 path.clone(),
                 (*size_bytes).min(crate::scenario::MAX_MAPPING_BYTES),
-                DEFAULT_READ_AHEAD_KB,
-                true,
+                self.file_device.0,
+                self.file_device.1,
             )),
         };
         let i = *id as usize;
@@ -880,7 +904,8 @@ fn ev_thread(ev: &Event) -> Option<ThreadId> {
         | Event::Clone { thread, .. }
         | Event::Exit { thread }
         | Event::Read { thread, .. }
-        | Event::Write { thread, .. } => *thread,
+        | Event::Write { thread, .. }
+        | Event::Fadvise { thread, .. } => *thread,
         Event::File { .. } => return None,
     })
 }
@@ -987,6 +1012,27 @@ impl Replay {
                 return Ok(EventEnd::Exit);
             }
             Event::File { .. } => {}
+            Event::Fadvise { file, advice, .. } => {
+                let Some(sim) = self.files.get(file as usize).copied().flatten() else {
+                    self.threads[th as usize].counters.ignored_events += 1;
+                    return Ok(EventEnd::Done);
+                };
+                // generic_fadvise: NORMAL gives the open file the device's readahead maximum,
+                // SEQUENTIAL twice it; the other advice is not modelled.
+                let ra_pages = match advice {
+                    POSIX_FADV_NORMAL => None,
+                    POSIX_FADV_SEQUENTIAL => Some(k.files[sim as usize].ra_pages.saturating_mul(2)),
+                    _ => {
+                        self.threads[th as usize].counters.ignored_events += 1;
+                        return Ok(EventEnd::Done);
+                    }
+                };
+                let ra = &mut k.tasks[t as usize].ra;
+                if ra.len() <= sim as usize {
+                    ra.resize(sim as usize + 1, Default::default());
+                }
+                ra[sim as usize].ra_pages = ra_pages;
+            }
             Event::Read {
                 file,
                 offset_bytes,
@@ -1184,6 +1230,11 @@ impl Replay {
             self.unmap(k, t, space, new_page, old_page);
             return;
         }
+        // The break's new pages are the heap's, whatever the trace mapped there before (under
+        // valgrind, the first page at the break is an anonymous mapping of its own, recorded
+        // with the initial mappings): as with MAP_FIXED, the old mapping goes, so that regions
+        // never overlap and every heap page translates.
+        self.unmap(k, t, space, old_page, new_page);
         let mut lo = old_page;
         if let Some(h) = self.spaces[space].heap {
             if lo >= h.lo && lo < h.hi {
@@ -1248,6 +1299,7 @@ fn aligned_start(next: u64, lo: u64) -> u32 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::scenario::generators::DEFAULT_READ_AHEAD_KB;
     use crate::run::Simulation;
     use crate::scenario::{parse::resolve, Program};
     use crate::trace::Access;
@@ -1345,6 +1397,7 @@ name = "cg"
             memcg,
             Box::new(source),
             "task[2].trace".into(),
+            (DEFAULT_READ_AHEAD_KB, true),
         );
         sim.run(&mut |_| {})
     }
@@ -1578,6 +1631,28 @@ name = "cg"
         assert_eq!(task(&r, "replay")["trace_unmapped_accesses"], 1 + 8);
     }
 
+    /// Under valgrind the first page at the break is mapped before the program runs (an
+    /// anonymous page recorded with the initial mappings); the heap the break then grows over
+    /// it must translate every page, that one included.
+    #[test]
+    fn the_heap_grows_over_a_page_mapped_at_the_break() {
+        let m = machine("never");
+        let heap = BASE + 0x1234_5000;
+        let mut entries = vec![mmap(0, heap, 4096), access(0, heap, true)];
+        entries.push(ev(Event::Brk {
+            thread: 0,
+            old_end: heap,
+            new_end: heap + 32 * 4096,
+        }));
+        for _ in 0..2 {
+            entries.extend((0..32).map(|p| access(0, heap + p * 4096, true)));
+        }
+        let r = replay(&m, entries);
+        assert_eq!(task(&r, "replay")["trace_unmapped_accesses"], 0);
+        // the page mapped first, then the heap's 32
+        assert_eq!(r.vmstat["pgfault"], 1 + 32);
+    }
+
     #[test]
     fn madvise_dontneed_frees_and_unsupported_advice_is_counted() {
         let m = machine("never");
@@ -1628,6 +1703,95 @@ name = "cg"
         let r = replay(&m, entries);
         assert_eq!(r.vmstat["pgpgin"], 1024, "read once from disk, then from the cache");
         assert_eq!(task(&r, "replay")["trace_events"], 2);
+    }
+
+    /// A temporary file starts empty: write() extends it (new pages are zeroed, not read, even
+    /// when a write covers them in part), and a read after the writes finds all of it: under the
+    /// 8 MiB memcg, 16 MiB written then read back come from disk again, and the pages reclaim
+    /// evicted refault.
+    #[test]
+    fn writes_extend_a_file_that_reads_then_find_again() {
+        let m = machine("never");
+        let file_bytes: u64 = 16 << 20;
+        let write_bytes: u64 = 3000; // not page-aligned: every page is first written in part
+        let mut entries = vec![ev(Event::File {
+            id: 0,
+            path: "/tmp/sortXXXXXX".into(),
+            size_bytes: 0,
+        })];
+        let mut offset = 0;
+        while offset < file_bytes {
+            let len_bytes = write_bytes.min(file_bytes - offset);
+            entries.push(ev(Event::Write {
+                thread: 0,
+                file: 0,
+                offset_bytes: offset,
+                len_bytes,
+            }));
+            offset += len_bytes;
+        }
+        let written = replay(&m, entries.clone());
+        assert_eq!(written.vmstat["pgpgin"], 0, "pages past the end are not read");
+        entries.extend((0..file_bytes / (64 << 10)).map(|i| {
+            ev(Event::Read {
+                thread: 0,
+                file: 0,
+                offset_bytes: i * (64 << 10),
+                len_bytes: 64 << 10,
+            })
+        }));
+        let reread = replay(&m, entries);
+        let pgpgin_kb = reread.vmstat["pgpgin"];
+        assert!(pgpgin_kb >= 8 << 10, "read back from disk: {pgpgin_kb} KiB");
+        let refaults = reread.vmstat["workingset_refault_file"];
+        assert!(refaults >= 1024, "refaults: {refaults}");
+    }
+
+    /// posix_fadvise(SEQUENTIAL) doubles the file's readahead window (mm/fadvise.c): reading
+    /// the first MiB of a file in 16 KiB calls reads ahead up to two windows of 32 pages past
+    /// the reads on the default 128 KiB device, of 64 after the advice.
+    #[test]
+    fn fadvise_sequential_doubles_the_readahead_window() {
+        let m = machine("never");
+        let pgpgin_kb = |advice: Option<u32>| {
+            let mut entries = vec![ev(Event::File {
+                id: 0,
+                path: "/data/input.txt".into(),
+                size_bytes: 16 << 20,
+            })];
+            if let Some(advice) = advice {
+                entries.push(ev(Event::Fadvise {
+                    thread: 0,
+                    file: 0,
+                    offset_bytes: 0,
+                    len_bytes: 0,
+                    advice,
+                }));
+            }
+            entries.extend((0..64).map(|i| {
+                ev(Event::Read {
+                    thread: 0,
+                    file: 0,
+                    offset_bytes: i * (16 << 10),
+                    len_bytes: 16 << 10,
+                })
+            }));
+            let r = replay(&m, entries);
+            let ignored = task(&r, "replay")["trace_ignored_events"].as_u64().unwrap();
+            (r.vmstat["pgpgin"], ignored)
+        };
+        let (plain, _) = pgpgin_kb(None);
+        let (sequential, ignored) = pgpgin_kb(Some(POSIX_FADV_SEQUENTIAL));
+        assert_eq!(ignored, 0);
+        // the window and the next one started at its PG_readahead folio
+        assert!((1024..=1024 + 2 * 32 * 4).contains(&plain), "{plain} KiB");
+        assert!(
+            sequential > 1024 + 2 * 32 * 4 && sequential <= 1024 + 2 * 64 * 4,
+            "{sequential} KiB"
+        );
+        // WILLNEED and the others are counted as ignored, and change nothing
+        let (willneed, ignored) = pgpgin_kb(Some(3));
+        assert_eq!((willneed, ignored), (plain, 1));
     }
 
     #[test]
