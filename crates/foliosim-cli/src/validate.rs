@@ -418,8 +418,11 @@ pub fn validate(validate_args: &ValidateArgs) -> Result<(), Failure> {
     // the live side plays a brd RAM disk as zram (live/mod.rs); so does the simulator here, so
     // that both compress and both pay zram's per-page work
     let brd_played_as_zram = play_brd_as_zram(&mut scenario);
-    // the simulator plays the host's cgroup version (zswap charges memcgs on v2 only)
     let mut specs = specs;
+    for spec in &mut specs {
+        play_brd_as_zram(&mut spec.scenario);
+    }
+    // the simulator plays the host's cgroup version (zswap charges memcgs on v2 only)
     if host.hierarchy.version == crate::live::cgroup::Version::V1 {
         for spec in &mut specs {
             spec.knobs.memory_cgroup_v1 = true;
