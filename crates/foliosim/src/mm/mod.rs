@@ -590,3 +590,29 @@ pub(crate) fn boot_for_test(toml: &str, profile: &str) -> (Kernel, u32) {
     k.switch_to(0, t);
     (k, t)
 }
+
+/// One node of 1 GiB with one CPU, a 1 GiB zram device, one task with `knobs` (lines of a
+/// `[knobs]` table); the task's mm.
+#[cfg(test)]
+pub(crate) fn boot_zram_for_test(profile: &str, knobs: &str) -> (Kernel, u32) {
+    let toml = format!(
+        r#"
+name = "t"
+[[machine.node]]
+memory = "1G"
+cpus = 1
+[[swap]]
+name = "z"
+kind = "zram"
+size = "1G"
+[knobs]
+{knobs}
+[[task]]
+name = "t"
+ops = [{{ op = "sleep", time = "1ms" }}]
+"#
+    );
+    let (k, t) = boot_for_test(&toml, profile);
+    let mm = k.tasks[t as usize].mm.expect("user mm");
+    (k, mm)
+}

@@ -872,28 +872,18 @@ mod tests {
     use crate::mm::pagetable as pt;
     use crate::mm::vmscan::ScanControl;
 
-    /// One node, a 1 GiB zram device, one task; the scenario's knobs set in `knobs`.
     fn boot(profile: &str, knobs: &str) -> (Kernel, u32) {
-        let toml = format!(
-            r#"
-name = "t"
-[[machine.node]]
-memory = "1G"
-cpus = 1
-[[swap]]
-name = "z"
-kind = "zram"
-size = "1G"
-[knobs]
-{knobs}
-[[task]]
-name = "t"
-ops = [{{ op = "sleep", time = "1ms" }}]
-"#
-        );
-        let (k, t) = crate::mm::boot_for_test(&toml, profile);
-        let mm = k.tasks[t as usize].mm.expect("user mm");
-        (k, mm)
+        crate::mm::boot_zram_for_test(profile, knobs)
+    }
+
+    /// The shmem file's pages that are out on swap.
+    fn swapped(k: &Kernel, file: FileId) -> usize {
+        k.files[file as usize]
+            .shmem
+            .as_ref()
+            .unwrap()
+            .swap_entries()
+            .count()
     }
 
     fn folio_at(k: &Kernel, mm: u32, vpn: u32) -> FolioId {
@@ -954,15 +944,7 @@ ops = [{{ op = "sleep", time = "1ms" }}]
             k.files[file as usize].cache[0], NIL,
             "out of the page cache"
         );
-        assert_eq!(
-            k.files[file as usize]
-                .shmem
-                .as_ref()
-                .unwrap()
-                .swap_entries()
-                .count(),
-            1
-        );
+        assert_eq!(swapped(&k, file), 1);
         assert_consistent(&k);
         let majfaults = k.stat.get(Vm::Pgmajfault);
         k.touch(mm, start, false, 0).unwrap();
@@ -975,15 +957,7 @@ ops = [{{ op = "sleep", time = "1ms" }}]
             "dirty again: its swap copy is gone"
         );
         assert_eq!(k.mem.pages[back as usize].content, content::DATA_DEFAULT);
-        assert_eq!(
-            k.files[file as usize]
-                .shmem
-                .as_ref()
-                .unwrap()
-                .swap_entries()
-                .count(),
-            0
-        );
+        assert_eq!(swapped(&k, file), 0);
         assert_consistent(&k);
     }
 
@@ -999,15 +973,7 @@ ops = [{{ op = "sleep", time = "1ms" }}]
         assert_eq!(evict(&mut k, folio), 1);
         assert_eq!(k.stat.get(Vm::Pswpout), 0);
         assert_eq!(k.files[file as usize].cache[1], NIL);
-        assert_eq!(
-            k.files[file as usize]
-                .shmem
-                .as_ref()
-                .unwrap()
-                .swap_entries()
-                .count(),
-            0
-        );
+        assert_eq!(swapped(&k, file), 0);
         assert_consistent(&k);
     }
 
@@ -1106,26 +1072,10 @@ ops = [{{ op = "sleep", time = "1ms" }}]
         let file = file_of(&k, mm, start);
         let first = folio_at(&k, mm, start);
         evict(&mut k, first);
-        assert_eq!(
-            k.files[file as usize]
-                .shmem
-                .as_ref()
-                .unwrap()
-                .swap_entries()
-                .count(),
-            1
-        );
+        assert_eq!(swapped(&k, file), 1);
         k.munmap(mm, start);
         assert_eq!(k.files[file as usize].nrpages, 0);
-        assert_eq!(
-            k.files[file as usize]
-                .shmem
-                .as_ref()
-                .unwrap()
-                .swap_entries()
-                .count(),
-            0
-        );
+        assert_eq!(swapped(&k, file), 0);
         assert!(k.nr_free_pages() >= free - 1, "the pages went back");
         assert_consistent(&k);
 

@@ -258,24 +258,8 @@ mod tests {
         assert!(!Shadow::NONE.is_some());
     }
 
-    /// One node, a 1 GiB zram device, one task.
     fn boot(profile: &str) -> (Kernel, u32) {
-        let toml = r#"
-name = "t"
-[[machine.node]]
-memory = "1G"
-cpus = 1
-[[swap]]
-name = "z"
-kind = "zram"
-size = "1G"
-[[task]]
-name = "t"
-ops = [{ op = "sleep", time = "1ms" }]
-"#;
-        let (k, t) = crate::mm::boot_for_test(toml, profile);
-        let mm = k.tasks[t as usize].mm.expect("user mm");
-        (k, mm)
+        crate::mm::boot_zram_for_test(profile, "")
     }
 
     /// Writes `nr` pages of a new anonymous region with data and returns its first page.
