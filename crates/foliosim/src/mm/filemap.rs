@@ -18,7 +18,9 @@
 //! user buffer costs, per 4 KiB, `copy_page_ns` plus one load latency of the folio's node (the
 //! hardware prefetcher does not cross a 4 KiB page, so each page starts with a miss to the node
 //! the data sits on). The file's device is the profile's SSD: latency plus size over bandwidth
-//! per readahead I/O, queued FIFO; a folio is usable when its I/O completed. Writeback shares
+//! per readahead I/O, queued FIFO; a folio is usable when its I/O completed. A folio is locked
+//! from its page-cache insertion by readahead until the bio holding it (BIO_MAX_VECS folios)
+//! completes, so reclaim cannot evict the window a readahead is still filling. Writeback shares
 //! that queue (`blk_submit`). A write() copies like a read, reversed.
 //!
 //! The mmap side (v6.10–v6.18): filemap_fault (a page-cache miss counts pgmajfault, as the
@@ -86,7 +88,19 @@ pub struct File {
     pub shmem: Option<super::shmem::ShmemInode>,
 }
 
+/// The completion time of a readahead batch whose I/O is not submitted yet.
+const READ_NOT_SUBMITTED: u64 = u64::MAX;
+/// Folios one bio holds (BIO_MAX_VECS: one bio_vec per folio, as mpage and iomap add them).
+const BIO_MAX_VECS: u32 = 256;
+
 impl File {
+    /// Are folios of pages [first, end) locked for a read, in flight or still being assembled?
+    pub fn read_locked(&self, first: u32, end: u32, now_ns: u64) -> bool {
+        self.io_pending
+            .iter()
+            .any(|&(a, b, done)| done > now_ns && a < end && first < b)
+    }
+
     pub fn new(name: String, size_bytes: u64, read_ahead_kb: u64, large_folios: bool) -> File {
         let nr_pages = size_bytes.div_ceil(PAGE_SIZE) as u32;
         File {
@@ -313,6 +327,14 @@ impl Kernel {
     }
 
     /// __filemap_remove_folio leaving `shadow` at the folio's indices (reclaim's eviction).
+    /// folio_trylock's view of a page-cache folio: locked while a read of it is in flight.
+    pub fn filemap_folio_read_locked(&self, folio: FolioId) -> bool {
+        let f = &self.files[self.mem.anon_vma(folio) as usize];
+        let index = self.mem.index(folio);
+        !f.io_pending.is_empty()
+            && f.read_locked(index, index + self.mem.nr_pages(folio), self.clock_ns)
+    }
+
     pub fn filemap_remove_folio_shadow(
         &mut self,
         folio: FolioId,
@@ -361,17 +383,56 @@ impl Kernel {
         done
     }
 
-    /// read_pages: submits one I/O for the `pages` new pages in [first, end) to the file's
-    /// device.
+    /// The start of a readahead batch over [first, end): filemap_add_folio inserts each new
+    /// folio locked, and the lock is held until its read completes, so reclaim (run by the
+    /// batch's own memcg charges) cannot evict the window it is filling. read_pages ends it.
+    pub fn read_batch_begin(&mut self, file: FileId, first: u32, end: u32) {
+        let f = &mut self.files[file as usize];
+        f.io_pending.push((first, end, READ_NOT_SUBMITTED));
+    }
+
+    /// read_pages: submits the read of the `pages` new pages in [first, end) to the file's
+    /// device, one request, replacing the batch read_batch_begin opened. The filesystem builds
+    /// a bio of at most BIO_MAX_VECS folios at a time and each bio's folios unlock when it
+    /// completes, so the request's folios unlock in bio-sized steps as the device transfers
+    /// them.
     pub fn read_pages(&mut self, file: FileId, first: u32, end: u32, pages: u64) {
+        let now = self.clock_ns;
+        let f = &mut self.files[file as usize];
+        f.io_pending
+            .retain(|&(_, _, d)| d > now && d != READ_NOT_SUBMITTED);
         if pages == 0 {
             return;
         }
-        let now = self.clock_ns;
         let done = self.blk_submit(file, pages, self.hw.ssd_read_latency_ns);
-        let f = &mut self.files[file as usize];
-        f.io_pending.retain(|&(_, _, d)| d > now);
-        f.io_pending.push((first, end, done));
+        let transfer_ns =
+            |p: u64| p * PAGE_SIZE * 1_000_000_000 / self.hw.ssd_bandwidth_bytes_per_s;
+        // The whole request's transfer ends at `done`; bio i ends once the pages up to its end
+        // are through.
+        let start = done - transfer_ns(pages);
+        let f = &self.files[file as usize];
+        let mut bios = Vec::new();
+        let (mut bio_first, mut index, mut folios, mut through) = (first, first, 0, 0u64);
+        while index < end {
+            let folio = f.cache[index as usize];
+            let nr = if folio == NIL {
+                1
+            } else {
+                self.mem.index(folio) + self.mem.nr_pages(folio) - index
+            };
+            index += nr;
+            through += nr as u64;
+            folios += 1;
+            if folios == BIO_MAX_VECS || index >= end {
+                bios.push((
+                    bio_first,
+                    index.min(end),
+                    (start + transfer_ns(through.min(pages))).min(done),
+                ));
+                (bio_first, folios) = (index, 0);
+            }
+        }
+        self.files[file as usize].io_pending.extend(bios);
         self.stat.count(Vm::Pgpgin, pages * PAGE_SIZE / 1024);
     }
 
@@ -385,7 +446,7 @@ impl Kernel {
         let done = f
             .io_pending
             .iter()
-            .filter(|&&(a, b, _)| (a..b).contains(&index))
+            .filter(|&&(a, b, d)| d != READ_NOT_SUBMITTED && (a..b).contains(&index))
             .map(|&(_, _, d)| d)
             .max()
             .unwrap_or(0);
@@ -868,10 +929,7 @@ impl Kernel {
             let findex = self.mem.index(folio);
             let fend = findex + self.mem.nr_pages(folio);
             // next_uptodate_folio: skip folios under I/O (locked) or marked for readahead.
-            let busy = self.files[file as usize]
-                .io_pending
-                .iter()
-                .any(|&(a, b, done)| done > now && a < fend && findex < b);
+            let busy = self.files[file as usize].read_locked(findex, fend, now);
             if busy || self.mem.test(folio, pg::RECLAIM) {
                 index = fend;
                 continue;
@@ -1369,6 +1427,65 @@ ops = [{ op = "sleep", time = "1ms" }]
             "{:?}",
             crate::check::check(&k)
         );
+    }
+
+    #[test]
+    fn reclaim_keeps_folios_locked_for_a_read_being_assembled_or_in_flight() {
+        let mut k = boot("v6.18", false);
+        let f = new_file(&mut k, 1 << 20, 128, false);
+        // A readahead batch being assembled: its folios are in the page cache and on the LRU,
+        // locked, and its read is not submitted yet.
+        k.read_batch_begin(f, 0, 32);
+        for i in 0..32 {
+            k.filemap_alloc_folio(f, i, 0, Gfp::USER).unwrap();
+        }
+        k.memcg_stats_flush();
+        assert_eq!(k.try_to_free_pages(0, 0b11), 0);
+        assert_eq!(
+            k.files[f as usize].nrpages, 32,
+            "reclaim skipped every folio"
+        );
+        assert!(k.stat.get(Vm::PgscanFile) > 0);
+        // Submitted: the folios of each bio stay locked until that bio completes.
+        k.read_pages(f, 0, 32, 32);
+        assert_eq!(k.try_to_free_pages(0, 0b11), 0);
+        let done = k.files[f as usize]
+            .io_pending
+            .iter()
+            .map(|p| p.2)
+            .max()
+            .unwrap();
+        assert!(done > k.clock_ns && done != READ_NOT_SUBMITTED);
+        // Read: unlocked, and reclaim takes them.
+        k.clock_ns = done;
+        let mut reclaimed = 0;
+        for _ in 0..4 {
+            reclaimed += k.try_to_free_pages(0, 0b11);
+        }
+        assert_eq!(reclaimed, 32);
+        assert_eq!(k.files[f as usize].nrpages, 0);
+    }
+
+    #[test]
+    fn a_read_unlocks_its_folios_bio_by_bio() {
+        let mut k = boot("v6.18", false);
+        let f = new_file(&mut k, 4 << 20, 4096, false);
+        k.read_batch_begin(f, 0, 600);
+        for i in 0..600 {
+            k.filemap_alloc_folio(f, i, 0, Gfp::USER).unwrap();
+        }
+        k.read_pages(f, 0, 600, 600);
+        // 600 order-0 folios: bios of 256, 256 and 88 folios, completing in that order as the
+        // device transfers them; the last at the request's completion.
+        let pending = k.files[f as usize].io_pending.clone();
+        let ranges: Vec<_> = pending.iter().map(|p| (p.0, p.1)).collect();
+        assert_eq!(ranges, vec![(0, 256), (256, 512), (512, 600)]);
+        assert!(pending[0].2 < pending[1].2 && pending[1].2 < pending[2].2);
+        assert_eq!(pending[2].2, k.files[f as usize].io_busy_until_ns);
+        let fl = k.files[f as usize].cache[300];
+        k.clock_ns = pending[0].2;
+        assert!(!k.filemap_folio_read_locked(k.files[f as usize].cache[0]));
+        assert!(k.filemap_folio_read_locked(fl));
     }
 
     #[test]

@@ -157,6 +157,7 @@ impl Kernel {
             return;
         }
         let limit = (f.nr_pages - 1).min(index + ra.size - 1);
+        self.read_batch_begin(file, start, limit + 1);
         let max_order = MAX_PAGECACHE_ORDER;
         let mut new_order = new_order;
         if new_order < max_order {
@@ -193,6 +194,7 @@ impl Kernel {
     /// the one `lookahead` pages before the end marked PG_readahead.
     pub fn page_cache_ra_unbounded(&mut self, file: FileId, index: u32, nr: u32, lookahead: u32) {
         let end = (index as u64 + nr as u64).min(self.files[file as usize].nr_pages as u64) as u32;
+        self.read_batch_begin(file, index, end);
         let mut pages = 0;
         for i in index..end {
             if self.files[file as usize].cache[i as usize] != super::folio::NIL {

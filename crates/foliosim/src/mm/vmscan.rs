@@ -20,9 +20,12 @@
 //! nothing among dirty folios waits for writeback (reclaim_throttle, simplified: at the end of
 //! a failed direct or memcg reclaim, not per node).
 //! Evictions leave shadow entries, and refault activations since a target's last reclaim force
-//! deactivation (prepare_scan_control; mm/workingset.rs). inactive_is_low and those activations
-//! are read from the memcg statistics as last flushed (mm/memcontrol.rs), as the kernel's
-//! lruvec_page_state reads them; the scan targets use the exact list sizes. shmem folios
+//! deactivation (prepare_scan_control; mm/workingset.rs). inactive_is_low, those activations and
+//! cache-trim mode's inactive file size are read from the memcg statistics as last flushed
+//! (mm/memcontrol.rs), as the kernel's lruvec_page_state reads them: a cgroup that filled up
+//! since the last flush has no cache to trim. The scan targets use the exact list sizes. A
+//! page-cache folio whose read is being assembled or in flight is locked, and
+//! shrink_folio_list's folio_trylock keeps it (mm/filemap.rs). shmem folios
 //! (mm/shmem.rs) are unmapped like page-cache folios and written by shmem_writeout, then freed
 //! as swap-cache folios.
 //! A direct or memcg reclaim that freed nothing after skipping active lists retries with
@@ -344,7 +347,7 @@ impl Kernel {
         let node = lv % self.nodes.len();
         let target = if sc.cgroup_reclaim { lv } else { node };
         let swappiness = self.spec.knobs.swappiness as u64;
-        let may_deactivate_anon = self.inactive_is_low_flushed(target, false);
+        let [may_deactivate_anon, may_deactivate_file] = self.may_deactivate(target, sc);
         let file_is_tiny = !sc.cgroup_reclaim && {
             let file = self.lru_size_hier(node, Lru::InactiveFile)
                 + self.lru_size_hier(node, Lru::ActiveFile);
@@ -353,9 +356,11 @@ impl Kernel {
                 && !may_deactivate_anon
                 && self.lru_size_hier(node, Lru::InactiveAnon) >> sc.priority > 0
         };
-        let cache_trim_mode = self.lru_size_hier(target, Lru::InactiveFile) >> sc.priority > 0
-            && !self.inactive_is_low_flushed(target, true)
-            && !sc.force_deactivate;
+        // Plenty of inactive cache by the statistics as last flushed (lruvec_page_state), and
+        // no file deactivation due: a cgroup whose statistics were not flushed since it filled
+        // up has no cache to trim, and its anon pages are scanned by cost.
+        let inactive_file_flushed = self.lruvecs[target].flushed.lru[Lru::InactiveFile as usize];
+        let cache_trim_mode = inactive_file_flushed >> sc.priority > 0 && !may_deactivate_file;
         // Each kind scans fraction / denominator of its lists' `size >> priority`.
         let (fraction, denominator) = if !anon || (sc.cgroup_reclaim && swappiness == 0) {
             ([0, 1], 1) // SCAN_FILE
@@ -384,6 +389,17 @@ impl Kernel {
             }
         }
         nr
+    }
+
+    /// prepare_scan_control's sc->may_deactivate for the reclaim target `target`, per kind
+    /// (anon, file): always on the force_deactivate retry, else when the target's inactive list
+    /// is low or it saw refault activations of the kind since its last reclaim ended.
+    fn may_deactivate(&self, target: usize, sc: &ScanControl) -> [bool; 2] {
+        [false, true].map(|file| {
+            sc.force_deactivate
+                || self.inactive_is_low_flushed(target, file)
+                || self.refaults_since_snapshot(target, file)
+        })
     }
 
     /// inactive_is_low as the kernel evaluates it: on the lruvec's hierarchical statistics as
@@ -447,11 +463,7 @@ impl Kernel {
         // saw since its last reclaim force deactivation too.
         self.memcg_stats_flush_due();
         let target = if sc.cgroup_reclaim { lv } else { node as usize };
-        let may_deactivate = [false, true].map(|file| {
-            sc.force_deactivate
-                || self.inactive_is_low_flushed(target, file)
-                || self.refaults_since_snapshot(target, file)
-        });
+        let may_deactivate = self.may_deactivate(target, sc);
         // Per list kind (anon, file): inactive and active pages to scan.
         let mut nr = self.get_scan_count(lv, sc, anon);
         while nr.iter().flatten().any(|&n| n > 0) {
@@ -643,6 +655,11 @@ impl Kernel {
             i += 1;
             self.spend(super::TimeKind::ReclaimScan, self.hw.reclaim_scan_folio_ns);
             let file = self.folio_is_file_lru(folio);
+            if file && !self.mem.is_shmem(folio) && self.filemap_folio_read_locked(folio) {
+                // folio_trylock fails on a folio whose read is in flight or being assembled.
+                self.putback_folio(folio, false);
+                continue;
+            }
             if file {
                 // folio_check_dirty_writeback.
                 let nr = self.mem.nr_pages(folio) as u64;
@@ -1132,6 +1149,28 @@ ops = [{ op = "sleep", time = "1ms" }]
         set_sizes(&mut k, lv, [131_072, 0, 1_000, 131_072]);
         let nr = k.get_scan_count(lv, &limit_reclaim(12), true);
         assert!(nr[0][0] > 0 && nr[1][1] > 0, "{nr:?}");
+        // Refault activations since the cgroup's last reclaim: file deactivation is due, so
+        // no cache trimming however much inactive cache there is.
+        set_sizes(&mut k, lv, [131_072, 0, 131_072, 0]);
+        k.lruvecs[lv].flushed.workingset_activate[1] += 1;
+        let nr = k.get_scan_count(lv, &limit_reclaim(12), true);
+        assert!(nr[0][0] > 0, "{nr:?}");
+    }
+
+    #[test]
+    fn cache_trimming_reads_the_flushed_inactive_file_size() {
+        let mut k = boot(60);
+        let lv = k.lruvec_index(1, 0);
+        // The cgroup filled up since the statistics were last flushed (when it was empty): the
+        // lists hold plenty of inactive cache, but reclaim sees none to trim and balances by
+        // cost, scanning anon too.
+        for (list, n) in k.lruvecs[lv].lists.iter_mut().zip([131_072, 0, 131_072, 0]) {
+            list.nr_pages = n;
+        }
+        let nr = k.get_scan_count(lv, &limit_reclaim(12), true);
+        assert!(nr[0][0] > 0 && nr[1][0] > 0, "{nr:?}");
+        k.memcg_stats_flush();
+        assert_eq!(k.get_scan_count(lv, &limit_reclaim(12), true)[0], [0, 0]);
     }
 
     #[test]
