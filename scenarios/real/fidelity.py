@@ -19,7 +19,11 @@ them before each run, as the simulator starts with them cached and charged to th
 the simulated run, then the live one) and .txt (its table); runs 2..N write
 DIR/<scenario>-<variant>-<i>.json (kernel-run's: the live run); the tables go to DIR/tables.md.
 With --live-only every run is a kernel-run (so that the live lock is held only for live runs);
-the tables then take the simulated runs from --sim DIR (`foliosim run --variant V --json`).
+the tables then take the simulated runs from --sim DIR (`foliosim run --variant V --json`):
+DIR/<scenario>-<variant>.json, or one per seed, DIR/<scenario>-<variant>-s<seed>.json, whose
+median the tables show beside their spread. The seed draws what the live kernel leaves to chance
+and a run cannot observe, chiefly the phase of the memcg statistics flusher (every 2 s) against
+the run, which decides what reclaim and refault detection read of a small cgroup's lists.
 """
 
 import argparse
@@ -91,32 +95,37 @@ def fmt(v):
     return f"{v:.1f}" if abs(v) >= 10 else f"{v:.2f}"
 
 
-def table(name, variant, documents, sim=None):
+def table(name, variant, documents, sims=None):
     """Markdown: label | simulated | live median | live min-max | sim/live. The first document is
-    validate's (simulated, live), the others kernel-run's (live); `sim` replaces validate's
-    simulated run."""
+    validate's (simulated, live), the others kernel-run's (live); `sims` (simulated runs, one per
+    seed) replace validate's simulated run: their median is shown, with their min-max."""
     if len(documents[0]["runs"]) == 1:  # --live-only: kernel-run's documents only
         lives = [d["runs"][0] for d in documents]
     else:
-        sim = sim or documents[0]["runs"][0]
+        sims = sims or [documents[0]["runs"][0]]
         lives = [documents[0]["runs"][1]] + [d["runs"][0] for d in documents[1:]]
-    per_run = [rows(sim, live) for live in lives]
+    per_run = [rows(sims[0], live) for live in lives]
+    # a figure one run lacks (an mTHP stat that stayed 0) counts as 0 there
+    sim_by_label = [{label: s for label, s, _ in rows(sim, lives[0])} for sim in sims]
     oom = [live["memcg"].get("bench", {}).get("oom_kill", 0) for live in lives]
+    seeds = [sim.get("seed") for sim in sims]
     lines = [
         f"### {name}, {variant}",
         "",
-        f"{len(lives)} live runs (memcg OOM kills in them: {oom}; simulated: "
-        f"{sim['vmstat'].get('oom_kill', 0)}).",
+        f"{len(lives)} live runs (memcg OOM kills in them: {oom}); "
+        f"{len(sims)} simulated (seeds {seeds}; OOM kills: "
+        f"{[sim['vmstat'].get('oom_kill', 0) for sim in sims]}).",
         "",
-        "| figure | simulated | live median | live min–max | sim/live |",
-        "|---|---:|---:|---:|---:|",
+        "| figure | simulated | simulated min–max | live median | live min–max | sim/live |",
+        "|---|---:|---:|---:|---:|---:|",
     ]
-    # a figure one live run lacks (an mTHP stat that stayed 0) counts as 0 there
     live_by_label = [{label: live for label, _, live in run} for run in per_run]
-    for label, simulated, _ in per_run[0]:
+    for label, _, _ in per_run[0]:
         values = [run.get(label, 0) for run in live_by_label]
+        simulated_values = [run.get(label, 0) for run in sim_by_label]
         median = statistics.median(values)
-        if simulated == 0 and max(values) == 0:
+        simulated = statistics.median(simulated_values)
+        if max(simulated_values) == 0 and max(values) == 0:
             continue
         ratio = f"{simulated / median:.2f}" if median else "–"
         mark = ""
@@ -124,8 +133,8 @@ def table(name, variant, documents, sim=None):
             mark = " ✓" if median and abs(simulated / median - 1) <= 0.10 else " ✗"
             label = f"**{label}**"
         lines.append(
-            f"| {label} | {fmt(simulated)} | {fmt(median)} | "
-            f"{fmt(min(values))}–{fmt(max(values))} | {ratio}{mark} |"
+            f"| {label} | {fmt(simulated)} | {fmt(min(simulated_values))}–{fmt(max(simulated_values))} | "
+            f"{fmt(median)} | {fmt(min(values))}–{fmt(max(values))} | {ratio}{mark} |"
         )
     return "\n".join(lines) + "\n"
 
@@ -170,12 +179,17 @@ def main():
                 if os.path.exists(stem + ".json"):
                     with open(stem + ".json") as f:
                         documents.append(json.load(f))
-            sim = None
+            sims = None
             if args.sim:
-                with open(os.path.join(args.sim, f"{name}-{variant}.json")) as f:
-                    sim = json.load(f)["runs"][0]
-            if documents and (sim or len(documents[0]["runs"]) > 1):
-                tables.append(table(name, variant, documents, sim))
+                # one run, or one per seed (<scenario>-<variant>-s<seed>.json)
+                paths = sorted(glob.glob(os.path.join(args.sim, f"{name}-{variant}-s*.json")))
+                paths = paths or [os.path.join(args.sim, f"{name}-{variant}.json")]
+                sims = []
+                for path in paths:
+                    with open(path) as f:
+                        sims.append(json.load(f)["runs"][0])
+            if documents and (sims or len(documents[0]["runs"]) > 1):
+                tables.append(table(name, variant, documents, sims))
     with open(os.path.join(args.out, "tables.md"), "w") as f:
         f.write("\n".join(tables))
     print(os.path.join(args.out, "tables.md"))

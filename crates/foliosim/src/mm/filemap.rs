@@ -766,6 +766,7 @@ impl Kernel {
                 0 => Gfp::USER,
                 _ => Gfp {
                     retry: false,
+                    noretry: true,
                     ..Gfp::USER
                 },
             };

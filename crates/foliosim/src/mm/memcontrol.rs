@@ -5,8 +5,9 @@
 //! pages is first taken from this CPU's stock without looking at the limit; otherwise the counter
 //! is charged a whole batch and the rest refills the stock, then just the pages asked for; a
 //! charge that cannot block fails at once; otherwise reclaim (try_to_free_mem_cgroup_pages), drain
-//! every CPU's stock once, and retry, unconditionally while reclaim makes progress for orders up
-//! to PAGE_ALLOC_COSTLY_ORDER, else up to MAX_RECLAIM_RETRIES times, then OOM. The stock holds one
+//! every CPU's stock once, and retry; then a __GFP_NORETRY charge (readahead, large page-cache
+//! folios) fails; others retry unconditionally while reclaim makes progress for orders up to
+//! PAGE_ALLOC_COSTLY_ORDER, else up to MAX_RECLAIM_RETRIES times, then OOM. The stock holds one
 //! memcg per CPU before v6.16 and NR_MEMCG_STOCK from v6.16 ("memcg: multi-memcg percpu charge
 //! cache"). Uncharges go straight to the counter. Cgroups are flat under the root (id 0,
 //! unlimited, never stocked). Left out: drain_all_stock runs every CPU's drain at once (the kernel
@@ -231,6 +232,9 @@ impl Kernel {
                 drained = true;
                 continue;
             }
+            if gfp.noretry {
+                return Err(());
+            }
             if reclaimed > 0 && nr <= 1 << PAGE_ALLOC_COSTLY_ORDER {
                 continue;
             }
@@ -335,6 +339,7 @@ mod tests {
         direct_reclaim: false,
         kswapd_reclaim: false,
         retry: false,
+        noretry: false,
     };
 
     /// Two CPUs, no swap, cgroups "a" and "b" of `max_pages` each; CPU 0 current.
@@ -414,6 +419,30 @@ ops = [{{ op = "sleep", time = "1ms" }}]
         assert_eq!(k.stocked_pages(1), 0);
         assert_eq!(k.memcgs[1].usage_pages, 33 + 40);
         assert_eq!(k.memcgs[1].stat[Memcg::MaxEvents as usize], 1);
+    }
+
+    #[test]
+    fn a_noretry_charge_gives_up_after_the_drain_and_a_costly_one_after_the_retries() {
+        let mut k = boot("v6.18", 64);
+        k.try_charge(1, 64, Gfp::USER).unwrap();
+        // Nothing to reclaim: reclaim, drain, reclaim again, and __GFP_NORETRY fails there.
+        let noretry = Gfp {
+            retry: false,
+            noretry: true,
+            ..Gfp::USER
+        };
+        assert!(k.try_charge(1, 1, noretry).is_err());
+        assert_eq!(k.memcgs[1].stat[Memcg::MaxEvents as usize], 2);
+        // A costly order without it (a madvised THP) goes on for MAX_RECLAIM_RETRIES more.
+        let costly = Gfp {
+            retry: false,
+            ..Gfp::USER
+        };
+        assert!(k.try_charge(1, 512, costly).is_err());
+        assert_eq!(
+            k.memcgs[1].stat[Memcg::MaxEvents as usize],
+            2 + 2 + MAX_RECLAIM_RETRIES as u64
+        );
     }
 
     #[test]

@@ -34,6 +34,9 @@ pub struct Gfp {
     pub kswapd_reclaim: bool,
     /// Keep retrying reclaim and end in the OOM killer (not __GFP_NORETRY / costly orders).
     pub retry: bool,
+    /// __GFP_NORETRY: a memcg charge gives up after one reclaim and a drain of the stocks
+    /// (try_charge_memcg), where a costly order without it retries MAX_RECLAIM_RETRIES times.
+    pub noretry: bool,
 }
 
 impl Gfp {
@@ -42,6 +45,7 @@ impl Gfp {
         direct_reclaim: true,
         kswapd_reclaim: true,
         retry: true,
+        noretry: false,
     };
 }
 
@@ -154,6 +158,8 @@ impl Kernel {
             direct_reclaim: direct,
             kswapd_reclaim: kswapd,
             retry: false,
+            // defrag=always adds __GFP_NORETRY where the VMA was not madvised
+            noretry: self.spec.knobs.thp_defrag == ThpDefrag::Always && !madvised,
         }
     }
 

@@ -225,6 +225,7 @@ impl Kernel {
             kswapd_reclaim: true,
             // readahead_gfp_mask: __GFP_NORETRY.
             retry: false,
+            noretry: true,
         };
         let Some(folio) = self.filemap_alloc_folio(file, index, order, gfp) else {
             return false;

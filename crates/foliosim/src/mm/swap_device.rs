@@ -121,6 +121,7 @@ impl Kernel {
             direct_reclaim: false,
             kswapd_reclaim: true,
             retry: false,
+            noretry: false,
         };
         while self.zram_pages[d].len() < need {
             let Some(pfn) = self.alloc_pages(0, 0, gfp) else {

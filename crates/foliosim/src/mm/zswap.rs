@@ -340,6 +340,7 @@ impl Kernel {
             direct_reclaim: false,
             kswapd_reclaim: true,
             retry: false,
+            noretry: false,
         };
         for got in 0..pages {
             let node = self.task_node();
