@@ -7,7 +7,9 @@
  *     previous record);
  *   - the address-space syscalls (mmap, munmap, mremap, brk, mprotect, madvise) with their
  *     arguments and results, the file behind a mapping, read/write and posix_fadvise of files
- *     (page-cache use), the threads and processes it starts (clone, fork, vfork) and exits.
+ *     (page-cache use), the threads and processes it starts (clone, fork, vfork) and exits;
+ *   - the kernel's copies to and from its memory in syscalls (read()'s buffer, write()'s), as
+ *     accesses of the calling thread.
  *
  * Speed: a superblock's instructions are counted with one inline add per exit, not a call per
  * instruction; an access costs an inline compare of its page with the running thread's open
@@ -405,6 +407,39 @@ static void emit_initial_mappings(void)
       put(file ? (ULong)seg->offset : 0);
       end();
    }
+}
+
+/* ---- the kernel's accesses to the program's memory ---- */
+
+/* A syscall copying to or from the program's memory (copy_to_user for read()'s buffer, a
+ * stat structure, ...; copy_from_user for write()'s): the kernel touches each page of the range
+ * through the program's page tables, so the pages are referenced (and faulted in) as if the
+ * program had touched them. Valgrind tells the tool of each such range; they are recorded as
+ * the thread's accesses, one per page, with no instructions of the program's own. */
+static void kernel_access(ThreadId tid, Addr a, SizeT len, Bool is_write)
+{
+   if (len == 0 || tid == VG_INVALID_THREADID)
+      return;
+   switch_to(tid);
+   for (ULong page = a >> PAGE_SHIFT; page <= (a + len - 1) >> PAGE_SHIFT; page++) {
+      if (page != running.page)
+         new_page(page, 0);
+      running.count++;
+      if (is_write)
+         running.write = 1;
+   }
+}
+
+static void syscall_wrote(CorePart part, ThreadId tid, Addr a, SizeT len)
+{
+   if (part == Vg_CoreSysCall)
+      kernel_access(tid, a, len, True);
+}
+
+static void syscall_reads(CorePart part, ThreadId tid, const HChar *what, Addr a, SizeT len)
+{
+   if (part == Vg_CoreSysCall)
+      kernel_access(tid, a, len, False);
 }
 
 /* ---- thread and process events ---- */
@@ -852,6 +887,8 @@ static void pre_clo_init(void)
    VG_(needs_command_line_options)(process_cmd_line_option, print_usage, print_debug_usage);
    VG_(needs_syscall_wrapper)(pre_syscall, post_syscall);
    VG_(track_start_client_code)(start_client_code);
+   VG_(track_post_mem_write)(syscall_wrote);
+   VG_(track_pre_mem_read)(syscall_reads);
    VG_(track_pre_thread_ll_create)(thread_created);
    VG_(track_pre_thread_ll_exit)(thread_exiting);
    VG_(atfork)(before_fork, NULL, in_fork_child);

@@ -1,6 +1,7 @@
 //! `foliosim trace record`: a small C program, compiled here, recorded under valgrind with the
 //! foliotrace tool; the trace must hold what the program did (its mappings and the pages it
-//! wrote in them, a thread, a fork and its child's writes, a file read, the exits). Skipped,
+//! wrote in them, a thread, a fork and its child's writes, a file read and the kernel's copy into
+//! the read's buffer, the exits). Skipped,
 //! with the reason, on a machine without valgrind or a C compiler.
 
 use std::collections::{BTreeSet, HashSet};
@@ -256,6 +257,24 @@ fn a_recorded_program_shows_its_mappings_writes_thread_fork_file_and_exits() {
             if *file == id && *len_bytes == FILE_BYTES)
     });
     assert!(file < read);
+    // the kernel's copy into the buffer (never touched by the program itself) writes each of
+    // its pages: recorded as the thread's accesses beside the read
+    let copied: BTreeSet<u64> = entries[read.saturating_sub(8)..(read + 8).min(entries.len())]
+        .iter()
+        .filter_map(|e| match e {
+            Entry::Access(Access {
+                thread: 0,
+                page,
+                write: true,
+                ..
+            }) => Some(*page),
+            _ => None,
+        })
+        .collect();
+    assert!(
+        copied.len() as u64 >= FILE_BYTES / 4096 + 1,
+        "pages written by the read: {copied:?}"
+    );
 
     // the fork: the child writes each of the CHILD_PAGES pages mapped before it, then exits
     let child_len = CHILD_PAGES * 4096;
