@@ -9,8 +9,8 @@ use serde_json::{json, Value};
 
 use super::session::Session;
 use super::{
-    check_signal, kind_name, knobs, plays_with_swap_files, read_knob, tmpfs, unsupported, zram,
-    Host, LiveError,
+    check_signal, kind_name, knobs, page_reporting, plays_with_swap_files, read_knob, sys, tmpfs,
+    unsupported, zram, Host, LiveError,
 };
 
 /// What a run made before its programs start.
@@ -26,6 +26,10 @@ pub(super) struct Setup {
     pub(super) scratch: PathBuf,
     /// The tmpfs mounts and the notes on each.
     pub(super) tmpfs_info: Vec<Value>,
+    /// Free page reporting held off for the run (a VM's balloon), if the kernel has it.
+    pub(super) page_reporting: Option<page_reporting::Hold>,
+    /// What the touch before the run did (None on a machine without a virtio balloon).
+    pub(super) prefault: Option<Value>,
 }
 
 impl Setup {
@@ -45,7 +49,8 @@ impl Setup {
     }
 }
 
-/// Knobs, then swap devices and cgroups (made under the run's settings), then the scratch
+/// Free page reporting held off and the run's memory touched (a VM: see `page_reporting`; first,
+/// while no swap device exists for the touch to push other processes' memory to), knobs, then swap devices and cgroups (made under the run's settings), then the scratch
 /// directory and the tmpfs mounts in it (made last, so that cleanup unmounts them before swapoff
 /// and before the cgroups go); each recorded in the session before it is made. Every change is printed on
 /// stderr as it is made: the record to undo it by hand after a SIGKILL.
@@ -58,6 +63,13 @@ pub(super) fn set_up(
     let failed = LiveError::Failed;
     let prefix = format!("foliosim-{}-{serial}", std::process::id());
     let changes = knobs::plan(&knobs::wanted(&spec.knobs), read_knob).map_err(unsupported)?;
+    let held_off = page_reporting::hold_off_here(session)?;
+    let prefault = if sys::virtio_balloon() {
+        check_signal()?;
+        Some(page_reporting::prefault(&spec.scenario)?)
+    } else {
+        None
+    };
     for change in &changes {
         check_signal()?;
         eprintln!("  {}: {} -> {}", change.path, change.before, change.value);
@@ -165,5 +177,7 @@ pub(super) fn set_up(
         default_group,
         scratch,
         tmpfs_info,
+        page_reporting: held_off,
+        prefault,
     })
 }
