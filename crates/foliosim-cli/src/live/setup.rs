@@ -49,8 +49,8 @@ impl Setup {
     }
 }
 
-/// Free page reporting held off and the run's memory touched (a VM: see `page_reporting`; first,
-/// while no swap device exists for the touch to push other processes' memory to), knobs, then swap devices and cgroups (made under the run's settings), then the scratch
+/// Free page reporting held off, knobs, the run's memory touched (a VM: see `page_reporting`;
+/// while no swap device exists for the touch to push other processes' memory to), then swap devices and cgroups (made under the run's settings), then the scratch
 /// directory and the tmpfs mounts in it (made last, so that cleanup unmounts them before swapoff
 /// and before the cgroups go); each recorded in the session before it is made. Every change is printed on
 /// stderr as it is made: the record to undo it by hand after a SIGKILL.
@@ -64,17 +64,19 @@ pub(super) fn set_up(
     let prefix = format!("foliosim-{}-{serial}", std::process::id());
     let changes = knobs::plan(&knobs::wanted(&spec.knobs), read_knob).map_err(unsupported)?;
     let held_off = page_reporting::hold_off_here(session)?;
+    for change in &changes {
+        check_signal()?;
+        eprintln!("  {}: {} -> {}", change.path, change.before, change.value);
+        session.set_knob(change).map_err(failed)?;
+    }
+    // after the knobs, so that the touch takes folios of the sizes the run will (a 2M variant's
+    // THPs come from order-9 blocks, which only a THP touch is sure to give back backed)
     let prefault = if sys::virtio_balloon() {
         check_signal()?;
         Some(page_reporting::prefault(&spec.scenario)?)
     } else {
         None
     };
-    for change in &changes {
-        check_signal()?;
-        eprintln!("  {}: {} -> {}", change.path, change.before, change.value);
-        session.set_knob(change).map_err(failed)?;
-    }
     let mut devices = Vec::new();
     let mut swap_info = Vec::new();
     let swap_files = plays_with_swap_files(spec.knobs.thp_swap, host.thp_swap);
