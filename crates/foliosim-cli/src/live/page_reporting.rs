@@ -16,8 +16,9 @@
 //!   sets it. Its other, non-upstream parameters there — free_bitmap_enable, max_waiting_mib,
 //!   min_free_ms — are left alone: their source is not public; `reported_kib` is read to check
 //!   that nothing was reported during the run.)
-//! - touches, then frees, as much memory as the run can be given, before anything else is made:
-//!   the host backs it again, and the buddy allocator hands these just-freed blocks out first
+//! - touches, then frees, as much memory as the run can be given, after its knobs are written
+//!   (so that the touch takes the folio sizes the run will) and before its swap devices exist
+//!   (so that it cannot push others' memory to them): the host backs it again, and the buddy allocator hands these just-freed blocks out first
 //!   (they go to the head of their free lists), so the run's pages are backed on the host.
 
 use std::path::{Path, PathBuf};
@@ -80,7 +81,8 @@ pub(super) fn nr_page_orders(buddyinfo: &str) -> Option<u32> {
 
 /// Raises `page_reporting_order` in `dir` to `nr_orders` (MAX_PAGE_ORDER if the kernel refuses
 /// that), recorded in the session first so that cleanup puts the old value back. None when the
-/// kernel has no such parameter or it already reports nothing.
+/// kernel has no such parameter or it already reports nothing; an error, with nothing recorded,
+/// when the file cannot be opened for writing (a read-only /sys).
 pub(super) fn hold_off(
     session: &mut Session,
     dir: &Path,
@@ -94,6 +96,11 @@ pub(super) fn hold_off(
     if before.parse::<i64>().is_ok_and(|o| o >= nr_orders as i64) {
         return Ok(None);
     }
+    // a read-only /sys shows at open time; nothing recorded, so cleanup has nothing to undo
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(&path)
+        .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
     let path = path.to_string_lossy().into_owned();
     let change = |order: u32| Change {
         path: path.clone(),
@@ -117,13 +124,19 @@ pub(super) fn hold_off(
     }))
 }
 
-/// Raises the running kernel's page reporting order for the session and prints the one-line note.
-pub(super) fn hold_off_here(session: &mut Session) -> Result<Option<Hold>, LiveError> {
+/// Raises the running kernel's page reporting order for the session and prints the one-line
+/// note; a run that cannot (a read-only /sys) goes on without, and says so.
+pub(super) fn hold_off_here(session: &mut Session) -> Option<Hold> {
     let nr_orders = read("/proc/buddyinfo")
         .and_then(|t| nr_page_orders(&t))
         .unwrap_or(DEFAULT_NR_PAGE_ORDERS);
-    let hold =
-        hold_off(session, Path::new(PARAMETERS_DIR), nr_orders).map_err(LiveError::Failed)?;
+    let hold = match hold_off(session, Path::new(PARAMETERS_DIR), nr_orders) {
+        Ok(hold) => hold,
+        Err(e) => {
+            eprintln!("  free page reporting not held off: {e}");
+            None
+        }
+    };
     if let Some(hold) = &hold {
         let what = if hold.reports_nothing {
             "the host is given back no freed memory during the run"
@@ -135,7 +148,7 @@ pub(super) fn hold_off_here(session: &mut Session) -> Result<Option<Hold>, LiveE
             hold.change.path, hold.change.before, hold.change.value
         );
     }
-    Ok(hold)
+    hold
 }
 
 /// How much memory to touch before a run: what its tasks can be given. A task in a cgroup with

@@ -63,7 +63,7 @@ pub(super) fn set_up(
     let failed = LiveError::Failed;
     let prefix = format!("foliosim-{}-{serial}", std::process::id());
     let changes = knobs::plan(&knobs::wanted(&spec.knobs), read_knob).map_err(unsupported)?;
-    let held_off = page_reporting::hold_off_here(session)?;
+    let held_off = page_reporting::hold_off_here(session);
     for change in &changes {
         check_signal()?;
         eprintln!("  {}: {} -> {}", change.path, change.before, change.value);
