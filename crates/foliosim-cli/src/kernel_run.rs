@@ -120,8 +120,9 @@ pub fn notes(scenario: &Scenario, host: &live::Host, runs: &[LiveRun]) -> String
     }
     if live::sys::virtio_balloon() {
         text.push_str(
-            "live: a virtio balloon is bound: memory freed a while ago may be back with the host, \
-             so the first run to touch much memory is slower (compare warm runs)\n",
+            "live: a virtio balloon is bound: each run first touched the memory it can use, so the \
+             host backs it, and held free page reporting off until its cleanup (the result's \
+             page_reporting and prefault notes)\n",
         );
     }
     for run in runs {

@@ -112,6 +112,8 @@ fn machine_state() -> Vec<(String, String)> {
         "/proc/sys/kernel/numa_balancing",
         "/sys/kernel/mm/numa/demotion_enabled",
         "/sys/module/zswap/parameters/enabled",
+        // raised by each run on a VM whose balloon reports free pages
+        "/sys/module/page_reporting/parameters/page_reporting_order",
         "/proc/swaps",
     ] {
         state.push((knob.into(), read(Path::new(knob)).unwrap_or_default()));
@@ -424,6 +426,14 @@ mod kernel_run {
             .as_object()
             .unwrap()
             .contains_key("/proc/sys/vm/swappiness"));
+        // where the run held free page reporting off, the kernel reported nothing during it
+        let held = &run["live"]["page_reporting"];
+        if held["reports_nothing"] == true {
+            assert!(
+                matches!(held["reported_kib_during_run"].as_u64(), None | Some(0)),
+                "{held}"
+            );
+        }
     }
 
     #[test]

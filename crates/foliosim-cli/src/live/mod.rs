@@ -12,7 +12,8 @@
 //! use but not the swap paths; `validate` simulates them as zram too). SSD, HDD and swap-file devices are refused: this runner has no
 //! disk to spare for them.
 //!
-//! One run, in order: `preflight` (checks before any change, once for all runs), `setup` (knobs,
+//! One run, in order: `preflight` (checks before any change, once for all runs), `setup` (on a VM,
+//! free page reporting held off and the run's memory touched once, see `page_reporting`; knobs,
 //! swap, cgroups), `warm` (the page cache a trace task's `warm_files` starts with), `play` (the
 //! programs), `figures` (what is read back); `session` undoes.
 
@@ -20,6 +21,7 @@ pub mod bench;
 pub mod cgroup;
 mod figures;
 pub mod knobs;
+mod page_reporting;
 mod play;
 mod preflight;
 pub mod session;
@@ -164,9 +166,11 @@ fn run_in(
     let warmed = warm::warm_page_cache(spec)?;
     check_signal()?;
     let zram_before: Vec<Counters> = setup.devices.iter().map(|(_, z)| z.mm_stat()).collect();
+    let reported_kib_before = setup.page_reporting.as_ref().and_then(|h| h.reported_kib());
     let before = Snapshot::take();
     let played = play::play(host, spec, &setup, &before, &zram_before)?;
     let after = Snapshot::take();
+    let reported_kib_after = setup.page_reporting.as_ref().and_then(|h| h.reported_kib());
     let zram_after: Vec<Counters> = setup.devices.iter().map(|(_, z)| z.mm_stat()).collect();
     let memcg: BTreeMap<String, Counters> = setup
         .cgroups
@@ -240,6 +244,15 @@ fn run_in(
         "knobs_written": knobs_written,
         "elapsed_ns": played.elapsed_ns,
     });
+    if let Some(hold) = &setup.page_reporting {
+        let reported = reported_kib_before
+            .zip(reported_kib_after)
+            .map(|(b, a)| a.saturating_sub(b));
+        info["page_reporting"] = hold.notes(reported);
+    }
+    if let Some(prefault) = &setup.prefault {
+        info["prefault"] = prefault.clone();
+    }
     if let Some(warmed) = warmed {
         info["warm_files"] = warmed;
     }

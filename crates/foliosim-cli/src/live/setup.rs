@@ -9,8 +9,8 @@ use serde_json::{json, Value};
 
 use super::session::Session;
 use super::{
-    check_signal, kind_name, knobs, plays_with_swap_files, read_knob, tmpfs, unsupported, zram,
-    Host, LiveError,
+    check_signal, kind_name, knobs, page_reporting, plays_with_swap_files, read_knob, sys, tmpfs,
+    unsupported, zram, Host, LiveError,
 };
 
 /// What a run made before its programs start.
@@ -26,6 +26,10 @@ pub(super) struct Setup {
     pub(super) scratch: PathBuf,
     /// The tmpfs mounts and the notes on each.
     pub(super) tmpfs_info: Vec<Value>,
+    /// Free page reporting held off for the run (a VM's balloon), if the kernel has it.
+    pub(super) page_reporting: Option<page_reporting::Hold>,
+    /// What the touch before the run did (None on a machine without a virtio balloon).
+    pub(super) prefault: Option<Value>,
 }
 
 impl Setup {
@@ -45,7 +49,8 @@ impl Setup {
     }
 }
 
-/// Knobs, then swap devices and cgroups (made under the run's settings), then the scratch
+/// Free page reporting held off, knobs, the run's memory touched (a VM: see `page_reporting`;
+/// while no swap device exists for the touch to push other processes' memory to), then swap devices and cgroups (made under the run's settings), then the scratch
 /// directory and the tmpfs mounts in it (made last, so that cleanup unmounts them before swapoff
 /// and before the cgroups go); each recorded in the session before it is made. Every change is printed on
 /// stderr as it is made: the record to undo it by hand after a SIGKILL.
@@ -58,11 +63,20 @@ pub(super) fn set_up(
     let failed = LiveError::Failed;
     let prefix = format!("foliosim-{}-{serial}", std::process::id());
     let changes = knobs::plan(&knobs::wanted(&spec.knobs), read_knob).map_err(unsupported)?;
+    let held_off = page_reporting::hold_off_here(session);
     for change in &changes {
         check_signal()?;
         eprintln!("  {}: {} -> {}", change.path, change.before, change.value);
         session.set_knob(change).map_err(failed)?;
     }
+    // after the knobs, so that the touch takes folios of the sizes the run will (a 2M variant's
+    // THPs come from order-9 blocks, which only a THP touch is sure to give back backed)
+    let prefault = if sys::virtio_balloon() {
+        check_signal()?;
+        Some(page_reporting::prefault(&spec.scenario)?)
+    } else {
+        None
+    };
     let mut devices = Vec::new();
     let mut swap_info = Vec::new();
     let swap_files = plays_with_swap_files(spec.knobs.thp_swap, host.thp_swap);
@@ -165,5 +179,7 @@ pub(super) fn set_up(
         default_group,
         scratch,
         tmpfs_info,
+        page_reporting: held_off,
+        prefault,
     })
 }

@@ -188,7 +188,12 @@ pub fn make_swap_file(path: &Path, size_bytes: u64) -> Result<(), String> {
         left -= n as u64;
     }
     f.sync_all()
-        .map_err(|e| format!("cannot sync {}: {e}", path.display()))
+        .map_err(|e| format!("cannot sync {}: {e}", path.display()))?;
+    // swap I/O goes to the file's blocks directly (swap extents), never through its page cache:
+    // the clean copy the writes left (12 GiB for thp-zero-subpage) would otherwise sit in memory
+    // the simulated machine has free, and the run would pay direct reclaim to get it back
+    rustix::fs::fadvise(&f, 0, None, rustix::fs::Advice::DontNeed)
+        .map_err(|e| format!("cannot drop the page cache of {}: {e}", path.display()))
 }
 
 pub fn is_swapped_on(path: &str) -> bool {
