@@ -370,11 +370,16 @@ impl Kernel {
         }
     }
 
+    /// The device's time to transfer `pages` pages.
+    fn ssd_transfer_ns(&self, pages: u64) -> u64 {
+        pages * PAGE_SIZE * 1_000_000_000 / self.hw.ssd_bandwidth_bytes_per_s
+    }
+
     /// submit_bio to the file's device, reads and writes alike: one request of `pages` pages,
     /// served FIFO (latency, then size over bandwidth after what is queued). Returns its
     /// completion time.
     pub fn blk_submit(&mut self, file: FileId, pages: u64, latency_ns: u64) -> u64 {
-        let transfer_ns = pages * PAGE_SIZE * 1_000_000_000 / self.hw.ssd_bandwidth_bytes_per_s;
+        let transfer_ns = self.ssd_transfer_ns(pages);
         let now = self.clock_ns;
         self.spend(super::TimeKind::BlockIo, self.hw.block_io_overhead_ns);
         let f = &mut self.files[file as usize];
@@ -405,11 +410,9 @@ impl Kernel {
             return;
         }
         let done = self.blk_submit(file, pages, self.hw.ssd_read_latency_ns);
-        let transfer_ns =
-            |p: u64| p * PAGE_SIZE * 1_000_000_000 / self.hw.ssd_bandwidth_bytes_per_s;
         // The whole request's transfer ends at `done`; bio i ends once the pages up to its end
         // are through.
-        let start = done - transfer_ns(pages);
+        let start = done - self.ssd_transfer_ns(pages);
         let f = &self.files[file as usize];
         let mut bios = Vec::new();
         let (mut bio_first, mut index, mut folios, mut through) = (first, first, 0, 0u64);
@@ -427,7 +430,7 @@ impl Kernel {
                 bios.push((
                     bio_first,
                     index.min(end),
-                    (start + transfer_ns(through.min(pages))).min(done),
+                    (start + self.ssd_transfer_ns(through.min(pages))).min(done),
                 ));
                 (bio_first, folios) = (index, 0);
             }
