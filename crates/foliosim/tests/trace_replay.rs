@@ -2,57 +2,13 @@
 //! scenario's `trace` replays to the counters of the equivalent ops scenario, forks copy on
 //! write, bad traces are one-line errors, and a replay is deterministic.
 
-use foliosim::scenario::parse::resolve;
+mod common;
+use common::{header, run, write_trace, Dir, MACHINE};
 use foliosim::trace::{Access, Entry, Event, Header, TraceWriter};
-use foliosim::{RunError, RunResult, Scenario};
-use std::path::{Path, PathBuf};
+use foliosim::{RunError, Scenario};
+use std::path::PathBuf;
 
 const BASE: u64 = 0x7f12_3400_0000;
-
-/// A folder of its own for each test, removed when the test ends.
-struct Dir(PathBuf);
-
-impl Dir {
-    fn new(test: &str) -> Dir {
-        let d = std::env::temp_dir().join(format!("foliosim-replay-{}-{test}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&d);
-        std::fs::create_dir_all(&d).unwrap();
-        Dir(d)
-    }
-    fn path(&self, name: &str) -> PathBuf {
-        self.0.join(name)
-    }
-    fn write(&self, name: &str, text: &str) -> PathBuf {
-        let p = self.path(name);
-        std::fs::write(&p, text).unwrap();
-        p
-    }
-}
-
-impl Drop for Dir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
-fn header() -> Header {
-    Header {
-        program: "synthetic".into(),
-        args: vec![],
-        recorder: "test".into(),
-        recorder_version: "0".into(),
-        page_size_bytes: 4096,
-    }
-}
-
-fn write_trace(path: &Path, entries: &[Entry]) {
-    let file = std::fs::File::create(path).unwrap();
-    let mut w = TraceWriter::new(std::io::BufWriter::new(file), &header()).unwrap();
-    for e in entries {
-        w.push(e).unwrap();
-    }
-    w.finish().unwrap();
-}
 
 fn access(thread: u32, page: u64, write: bool) -> Entry {
     Entry::Access(Access {
@@ -73,29 +29,6 @@ fn mmap(pages: u64) -> Entry {
         flags: 0x22,
         file: None,
     })
-}
-
-/// 1 GiB, zram swap, an 8 MiB memcg.
-const MACHINE: &str = r#"
-name = "t"
-[[machine.node]]
-memory = "1G"
-cpus = 2
-[[swap]]
-name = "zram0"
-kind = "zram"
-size = "256M"
-[[cgroup]]
-name = "cg"
-"memory.max" = "8M"
-[knobs]
-"/sys/kernel/mm/transparent_hugepage/enabled" = "never"
-"#;
-
-fn run(path: &Path, profile: &str) -> Result<RunResult, RunError> {
-    let scenario = Scenario::load(path).unwrap_or_else(|e| panic!("{e}"));
-    let spec = resolve(&scenario, profile, None, &[], 1, true).unwrap();
-    foliosim::run(&spec, &mut |_| {})
 }
 
 fn trace_scenario(dir: &Dir, trace: &str) -> PathBuf {

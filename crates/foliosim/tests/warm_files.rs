@@ -3,53 +3,15 @@
 //! major fault, no read from disk) and its cgroup's reclaim never takes them; without the key
 //! the same trace reads them into the cgroup. Bad values are one-line errors naming the key.
 
-use foliosim::scenario::parse::resolve;
-use foliosim::trace::{Access, Entry, Event, Header, TraceWriter};
+mod common;
+use common::{run, write_trace, Dir, MACHINE};
+use foliosim::trace::{Access, Entry, Event};
 use foliosim::{RunResult, Scenario};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 const ANON: u64 = 0x7f12_3400_0000;
 const LIB: u64 = 0x7f55_0000_0000;
 const LIB_PAGES: u64 = 1024;
-
-/// A folder of its own for each test, removed when the test ends.
-struct Dir(PathBuf);
-
-impl Dir {
-    fn new(test: &str) -> Dir {
-        let d = std::env::temp_dir().join(format!("foliosim-warm-{}-{test}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&d);
-        std::fs::create_dir_all(&d).unwrap();
-        Dir(d)
-    }
-    fn write(&self, name: &str, text: &str) -> PathBuf {
-        let p = self.0.join(name);
-        std::fs::write(&p, text).unwrap();
-        p
-    }
-}
-
-impl Drop for Dir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
-fn write_trace(path: &Path, entries: &[Entry]) {
-    let header = Header {
-        program: "synthetic".into(),
-        args: vec![],
-        recorder: "test".into(),
-        recorder_version: "0".into(),
-        page_size_bytes: 4096,
-    };
-    let file = std::fs::File::create(path).unwrap();
-    let mut w = TraceWriter::new(std::io::BufWriter::new(file), &header).unwrap();
-    for e in entries {
-        w.push(e).unwrap();
-    }
-    w.finish().unwrap();
-}
 
 fn access(addr: u64, write: bool) -> Entry {
     Entry::Access(Access {
@@ -118,22 +80,6 @@ fn program() -> Vec<Entry> {
     e
 }
 
-const MACHINE: &str = r#"
-name = "t"
-[[machine.node]]
-memory = "1G"
-cpus = 2
-[[swap]]
-name = "zram0"
-kind = "zram"
-size = "256M"
-[[cgroup]]
-name = "cg"
-"memory.max" = "8M"
-[knobs]
-"/sys/kernel/mm/transparent_hugepage/enabled" = "never"
-"#;
-
 fn scenario(dir: &Dir, warm: &str) -> PathBuf {
     write_trace(&dir.0.join("app.trace"), &program());
     dir.write(
@@ -144,17 +90,11 @@ fn scenario(dir: &Dir, warm: &str) -> PathBuf {
     )
 }
 
-fn run(path: &Path) -> RunResult {
-    let scenario = Scenario::load(path).unwrap_or_else(|e| panic!("{e}"));
-    let spec = resolve(&scenario, "v6.18", None, &[], 1, true).unwrap();
-    foliosim::run(&spec, &mut |_| {}).unwrap()
-}
-
 #[test]
 fn a_warm_library_is_hit_without_a_charge_a_major_fault_or_a_read_and_memcg_reclaim_leaves_it() {
     let dir = Dir::new("system");
-    let warm = run(&scenario(&dir, "warm_files = \"system\""));
-    let cold = run(&scenario(&dir, ""));
+    let warm = run(&scenario(&dir, "warm_files = \"system\""), "v6.18").unwrap();
+    let cold = run(&scenario(&dir, ""), "v6.18").unwrap();
     let app = |r: &RunResult| r.tasks.iter().find(|t| t["name"] == "app").unwrap().clone();
     let cg = |r: &RunResult, k: &str| r.memcg["cg"][k];
 

@@ -510,16 +510,10 @@ impl Workload {
             .and_then(|r| r.as_mut())
             .expect("a replay was spawned");
         for wf in files {
-            let base = Path::new(&wf.path).file_name().and_then(|n| n.to_str());
-            if k.spec.scenario.files.iter().any(|f| f.name == wf.path || Some(f.name.as_str()) == base) {
+            if declared_file(k, &wf.path).is_some() {
                 continue;
             }
-            let file = k.create_file(crate::mm::filemap::File::new(
-                wf.path.clone(),
-                wf.size_bytes.min(crate::scenario::MAX_MAPPING_BYTES),
-                r.file_device.0,
-                r.file_device.1,
-            ));
+            let file = r.create_file(k, &wf.path, wf.size_bytes);
             let pages = k.filemap_warm(file, node);
             r.warm.push((wf.path.clone(), file));
             r.threads[0].counters.warm_files += 1;
@@ -851,6 +845,16 @@ impl Replay {
         id
     }
 
+    /// A file the trace names and the scenario does not declare, on the task's device.
+    fn create_file(&self, k: &mut Kernel, path: &str, size_bytes: u64) -> u32 {
+        k.create_file(crate::mm::filemap::File::new(
+            path.to_string(),
+            size_bytes.min(crate::scenario::MAX_MAPPING_BYTES),
+            self.file_device.0,
+            self.file_device.1,
+        ))
+    }
+
     fn file_event(&mut self, k: &mut Kernel, ev: &Event) {
         let Event::File {
             id,
@@ -860,20 +864,11 @@ impl Replay {
         else {
             return;
         };
-        let base = Path::new(path).file_name().and_then(|n| n.to_str());
-        let declared = k.spec.scenario.files.iter().position(|f| {
-            f.name == *path || Some(f.name.as_str()) == base
-        });
         let warm = self.warm.iter().find(|(p, _)| p == path).map(|&(_, f)| f);
-        let file = match (declared, warm) {
+        let file = match (declared_file(k, path), warm) {
             (Some(i), _) => i as u32,
             (None, Some(f)) => f,
-            (None, None) => k.create_file(crate::mm::filemap::File::new(
-                path.clone(),
-                (*size_bytes).min(crate::scenario::MAX_MAPPING_BYTES),
-                self.file_device.0,
-                self.file_device.1,
-            )),
+            (None, None) => self.create_file(k, path, *size_bytes),
         };
         let i = *id as usize;
         if self.files.len() <= i {
@@ -881,6 +876,16 @@ impl Replay {
         }
         self.files[i] = Some(file);
     }
+}
+
+/// The scenario's `[[file]]` a path of the trace names: the one of that name or base name.
+fn declared_file(k: &Kernel, path: &str) -> Option<usize> {
+    let base = Path::new(path).file_name().and_then(|n| n.to_str());
+    k.spec
+        .scenario
+        .files
+        .iter()
+        .position(|f| f.name == path || Some(f.name.as_str()) == base)
 }
 
 /// How an event ended.
