@@ -546,6 +546,21 @@ impl Kernel {
         }
     }
 
+    /// folio_wait_writeback for a page-cache folio: sleeps until its write request completes.
+    pub fn folio_wait_writeback(&mut self, folio: FolioId) {
+        // A page-cache folio's anon_vma field holds its file.
+        let file = self.mem.anon_vma(folio);
+        let done = self.files[file as usize]
+            .wb_inflight
+            .iter()
+            .find(|&&(_, f)| f == folio)
+            .map(|&(done, _)| done);
+        if let Some(done) = done {
+            self.wait_until(super::TimeKind::IoWait, done);
+        }
+        self.complete_file_writeback();
+    }
+
     /// Waits for all of the file's write requests (filemap_fdatawait).
     fn filemap_fdatawait(&mut self, file: FileId) {
         if let Some(&(done, _)) = self.files[file as usize].wb_inflight.back() {
@@ -777,6 +792,69 @@ mod tests {
         assert_eq!(sc.nr_reclaimed, 1024);
         assert_eq!(k.files[0].nrpages, 0);
         no_violations(&k);
+    }
+
+    #[test]
+    fn a_cgroup_v1_reclaimer_waits_for_the_writeback_it_started() {
+        // One cgroup reclaim at priority 0 over 128 KiB of dirty page cache (one SWAP_CLUSTER_MAX batch), with the memory
+        // controller on v1 or v2.
+        let reclaim_dirty = |v1: bool| {
+            let mut k = boot("v6.18", false);
+            k.spec.knobs.memory_cgroup_v1 = v1;
+            let f = new_file(&mut k, 128 << 10, 0, true);
+            write(&mut k, f, 0, 128 << 10, 128 << 10);
+            let lv = k.lruvec_index(0, 0);
+            let mut sc = ScanControl::new(1 << 20, false);
+            sc.cgroup_reclaim = true;
+            sc.priority = 0;
+            let start_ns = k.clock_ns;
+            k.shrink_lruvec(lv, &mut sc);
+            (k, start_ns)
+        };
+        // v2 throttles dirtiers per cgroup: its reclaimer marks the folios, wakes the flusher
+        // and goes on.
+        let (k, start_ns) = reclaim_dirty(false);
+        assert_eq!(k.stat.get(Vm::NrVmscanImmediateReclaim), 32);
+        assert_eq!(k.stat.get(Vm::Pgpgout), 0);
+        assert_eq!(k.stat.get(Vm::Pgrotated), 0);
+        assert!(k.clock_ns - start_ns < k.hw.ssd_write_latency_ns);
+        // v1 has no such throttling: the reclaimer sleeps until the writeback it asked for
+        // completes; the written folios rotate to the inactive tail.
+        let (k, start_ns) = reclaim_dirty(true);
+        assert_eq!(k.stat.get(Vm::Pgpgout), 128);
+        assert_eq!(k.stat.get(Vm::NrVmscanImmediateReclaim), 32);
+        assert_eq!(k.stat.get(Vm::Pgrotated), 32);
+        assert!(k.clock_ns - start_ns >= k.hw.ssd_write_latency_ns);
+        no_violations(&k);
+
+        // Case 3: a v1 reclaimer meeting a folio it marked, still under writeback, waits for
+        // it and frees it; v2's activates it again.
+        for v1 in [false, true] {
+            let mut k = boot("v6.18", false);
+            k.spec.knobs.memory_cgroup_v1 = v1;
+            let f = new_file(&mut k, 128 << 10, 0, true);
+            write(&mut k, f, 0, 128 << 10, 128 << 10);
+            let lv = k.lruvec_index(0, 0);
+            k.write_cache_pages(f, 32);
+            let mut sc = ScanControl::new(1 << 20, false);
+            sc.cgroup_reclaim = true;
+            sc.priority = 0;
+            k.shrink_lruvec(lv, &mut sc);
+            assert_eq!(
+                sc.nr_reclaimed, 0,
+                "first met under writeback: marked and activated"
+            );
+            let folio = k.files[0].cache[0];
+            assert!(k.mem.test(folio, pg::RECLAIM) && k.mem.test(folio, pg::WRITEBACK));
+            let mut sc = ScanControl::new(1 << 20, false);
+            sc.cgroup_reclaim = true;
+            sc.priority = 0;
+            k.shrink_active_list(lv, true, 32, &mut sc);
+            k.shrink_lruvec(lv, &mut sc);
+            assert_eq!(sc.nr_reclaimed, if v1 { 32 } else { 0 });
+            assert_eq!(k.files[0].nrpages, if v1 { 0 } else { 32 });
+            no_violations(&k);
+        }
     }
 
     /// Writes 96 MiB to a 1 GiB machine whose disk does `bw` bytes/s, with a 16 MiB dirty

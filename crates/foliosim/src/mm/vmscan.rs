@@ -18,7 +18,11 @@
 //! (nr_vmscan_immediate_reclaim), as are file folios under writeback; a scan whose folios were
 //! all dirty and unqueued wakes the flusher (wakeup_flusher_threads), and a reclaimer that freed
 //! nothing among dirty folios waits for writeback (reclaim_throttle, simplified: at the end of
-//! a failed direct or memcg reclaim, not per node).
+//! a failed direct or memcg reclaim, not per node). A cgroup v1 reclaimer has no dirty
+//! throttling to rely on (writeback_throttling_sane, v5.16+): it also waits right after waking
+//! the flusher, and one meeting a folio it marked that is still under writeback waits for that
+//! folio and frees it (case 3 of shrink_folio_list; page-cache folios only, as the model's swap
+//! writeback to a slow device is never waited on).
 //! Evictions leave shadow entries, and refault activations since a target's last reclaim force
 //! deactivation (prepare_scan_control; mm/workingset.rs). inactive_is_low, those activations and
 //! cache-trim mode's inactive file size are read from the memcg statistics as last flushed
@@ -495,7 +499,13 @@ impl Kernel {
         }
     }
 
-    fn shrink_active_list(&mut self, lv: usize, file: bool, nr_to_scan: u64, sc: &mut ScanControl) {
+    pub(super) fn shrink_active_list(
+        &mut self,
+        lv: usize,
+        file: bool,
+        nr_to_scan: u64,
+        sc: &mut ScanControl,
+    ) {
         let mut list = std::mem::take(&mut self.reclaim_scratch);
         list.clear();
         let scanned = self.isolate_lru_folios(lv, lru_of(file, true), nr_to_scan, &mut list);
@@ -566,6 +576,10 @@ impl Kernel {
         if scanned > 0 && sc.nr_unqueued_dirty - unqueued_before == scanned {
             // Every folio taken was dirty and not queued: the flushers are behind.
             self.wakeup_flusher_threads();
+            if !self.writeback_throttling_sane(sc) {
+                // cgroup v1 throttles its reclaimers here instead (v5.16+).
+                self.reclaim_throttle_writeback();
+            }
         }
         sc.nr_reclaimed += reclaimed;
         if !sc.cgroup_reclaim {
@@ -588,6 +602,12 @@ impl Kernel {
         );
         self.memcgs[memcg].count(Memcg::Pgsteal, reclaimed);
         self.reclaim_scratch = list;
+    }
+
+    /// writeback_throttling_sane: global reclaim, or cgroup v2's, which throttles dirtiers
+    /// per cgroup; a cgroup v1 reclaimer must throttle itself on writeback.
+    fn writeback_throttling_sane(&self, sc: &ScanControl) -> bool {
+        !sc.cgroup_reclaim || !self.spec.knobs.memory_cgroup_v1
     }
 
     /// folio_check_references.
@@ -675,7 +695,19 @@ impl Kernel {
                 }
             }
             if self.mem.test(folio, pg::WRITEBACK) {
-                // Marked for immediate reclaim once written; a file folio is activated
+                if file
+                    && !self.mem.is_shmem(folio)
+                    && self.mem.test(folio, pg::RECLAIM)
+                    && !self.writeback_throttling_sane(sc)
+                {
+                    // Case 3: a cgroup v1 reclaimer meeting a folio it already marked waits
+                    // for its writeback (v1 has no dirty throttling of its own) and tries it
+                    // again, clean.
+                    self.folio_wait_writeback(folio);
+                    i -= 1;
+                    continue;
+                }
+                // Case 2: marked for immediate reclaim once written; a file folio is activated
                 // meanwhile (v6.x), folio_end_writeback rotates it to the inactive tail.
                 self.mem.set(folio, pg::RECLAIM);
                 self.putback_folio(folio, file);
