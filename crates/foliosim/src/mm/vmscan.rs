@@ -34,7 +34,10 @@
 //! as swap-cache folios.
 //! A direct or memcg reclaim that freed nothing after skipping active lists retries with
 //! force_deactivate (do_try_to_free_pages, v5.5+).
-//! Left out: proportional scan adjustment, the congested/PGDAT_WRITEBACK throttling of
+//! shrink_lruvec loops while inactive anon or either file list has pages left to scan (the
+//! active anon list alone does not keep it going), turns proportional once the lruvec gave
+//! enough (except direct global reclaim at DEF_PRIORITY), and then ages only the anon lists.
+//! Left out: the congested/PGDAT_WRITEBACK throttling of
 //! kswapd, compaction, MGLRU.
 
 use super::folio::{pg, FolioId, NIL};
@@ -470,7 +473,14 @@ impl Kernel {
         let may_deactivate = self.may_deactivate(target, sc);
         // Per list kind (anon, file): inactive and active pages to scan.
         let mut nr = self.get_scan_count(lv, sc, anon);
-        while nr.iter().flatten().any(|&n| n > 0) {
+        let targets = nr;
+        // Direct global reclaim at DEF_PRIORITY scans its whole targets; every other reclaimer
+        // turns proportional once this lruvec gave it enough.
+        let proportional_reclaim =
+            !sc.cgroup_reclaim && !sc.is_kswapd && sc.priority == DEF_PRIORITY;
+        let reclaimed_before = sc.nr_reclaimed;
+        // The active anon list alone does not keep the loop going.
+        while nr[0][0] > 0 || nr[1][0] > 0 || nr[1][1] > 0 {
             for (k, file) in [false, true].into_iter().enumerate() {
                 sc.may_deactivate = may_deactivate[k];
                 if nr[k][0] > 0 {
@@ -488,14 +498,28 @@ impl Kernel {
                     }
                 }
             }
-            if sc.nr_reclaimed >= sc.nr_to_reclaim {
+            if sc.nr_reclaimed - reclaimed_before < sc.nr_to_reclaim || proportional_reclaim {
+                continue;
+            }
+            // Enough reclaimed: stop the kind with less left to scan and scan the other only
+            // down to the same fraction of its target.
+            let left = |k: usize| nr[k][0] + nr[k][1];
+            if left(0) == 0 || left(1) == 0 {
                 break;
             }
-        }
-        for file in [false, true] {
-            if (file || anon) && self.inactive_is_low_flushed(lv, file) {
-                self.shrink_active_list(lv, file, SWAP_CLUSTER_MAX, sc);
+            let (stop, other) = if left(1) > left(0) { (0, 1) } else { (1, 0) };
+            let percentage = left(stop) * 100 / (targets[stop][0] + targets[stop][1] + 1);
+            nr[stop] = [0, 0];
+            for a in 0..2 {
+                let scanned = targets[other][a] - nr[other][a];
+                nr[other][a] =
+                    (targets[other][a] * (100 - percentage) / 100).saturating_sub(scanned);
             }
+        }
+        // Even without evicting anon pages, rebalance the anon active:inactive ratio (only anon:
+        // file lists are aged through the scan targets alone).
+        if anon && self.inactive_is_low_flushed(lv, false) {
+            self.shrink_active_list(lv, false, SWAP_CLUSTER_MAX, sc);
         }
     }
 
