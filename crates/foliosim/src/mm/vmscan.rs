@@ -1229,6 +1229,90 @@ ops = [{ op = "sleep", time = "1ms" }]
         assert_eq!(k.get_scan_count(lv, &limit_reclaim(12), true)[0], [0, 0]);
     }
 
+    /// A machine with `anon` pages of one process's anonymous memory (the active ones of them
+    /// first) and `file` clean, unreferenced page-cache pages, their young bits cleared and
+    /// the statistics flushed; returns the node's lruvec.
+    fn lists(anon: u32, active_anon: u32, file: u32, active_file: bool) -> (Kernel, usize) {
+        let thp_never = r#""/sys/kernel/mm/transparent_hugepage/enabled" = "never""#;
+        let (mut k, mm) = crate::mm::boot_zram_for_test("v6.18", thp_never);
+        let start = k.mmap_anon(mm, anon);
+        for vpn in start..start + anon {
+            k.touch(mm, vpn, true, crate::mm::folio::content::DATA_DEFAULT)
+                .unwrap();
+        }
+        let f = k.create_file(crate::mm::filemap::File::new(
+            "f".into(),
+            file as u64 * 4096,
+            128,
+            false,
+        ));
+        for index in 0..file {
+            let folio = k
+                .filemap_alloc_folio(f, index, 0, crate::mm::memory::Gfp::USER)
+                .unwrap();
+            if active_file {
+                k.folio_mark_accessed(folio);
+                k.folio_mark_accessed(folio);
+            }
+        }
+        let lv = k.lruvec_index(0, 0);
+        let mut folios = Vec::new();
+        for lru in 0..NR_LRU_LISTS {
+            let mut folio = k.lruvecs[lv].lists[lru].tail;
+            while folio != NIL {
+                folios.push(folio);
+                folio = k.mem.pages[folio as usize].lru_prev;
+            }
+        }
+        for (i, &folio) in folios.iter().enumerate() {
+            k.folio_referenced(folio);
+            if !k.folio_is_file_lru(folio) && (i as u32) < active_anon {
+                k.lruvec_del_folio(folio);
+                k.mem.set(folio, pg::ACTIVE);
+                k.folio_add_lru(folio);
+            }
+        }
+        k.memcg_stats_flush();
+        (k, lv)
+    }
+
+    #[test]
+    fn the_active_anon_list_alone_does_not_keep_shrink_lruvec_going() {
+        // Only active anon pages: at priority 0 every list is a scan target, but the loop runs
+        // on inactive anon and the file lists; the anon lists are rebalanced once at the end.
+        let (mut k, lv) = lists(256, 256, 0, false);
+        assert_eq!(k.lruvecs[lv].lists[Lru::ActiveAnon as usize].nr_pages, 256);
+        let mut sc = ScanControl::new(SWAP_CLUSTER_MAX, false);
+        sc.priority = 0;
+        k.shrink_lruvec(lv, &mut sc);
+        assert_eq!(k.stat.get(Vm::Pgdeactivate), SWAP_CLUSTER_MAX);
+    }
+
+    #[test]
+    fn shrink_lruvec_ages_only_the_anon_lists_at_its_end() {
+        // Only active file pages, the inactive list low against them, no scan target at
+        // DEF_PRIORITY: the file lists are aged through their targets, not at the end.
+        let (mut k, lv) = lists(0, 0, 256, true);
+        assert_eq!(k.lruvecs[lv].lists[Lru::ActiveFile as usize].nr_pages, 256);
+        let mut sc = ScanControl::new(SWAP_CLUSTER_MAX, false);
+        k.shrink_lruvec(lv, &mut sc);
+        assert_eq!(k.stat.get(Vm::Pgdeactivate), 0);
+    }
+
+    #[test]
+    fn once_enough_is_reclaimed_the_larger_kind_gets_one_more_nudge() {
+        // 1,024 inactive anon pages and 64 inactive file pages, every one reclaimable; at
+        // priority 0 both are scanned whole. The first batch of each frees 64 pages, more than
+        // the 32 asked: file, with less left (32 of 64), stops; anon may go on to 51 % of its
+        // target, but after one more batch the loop ends, the smaller kind being done.
+        let (mut k, lv) = lists(1024, 0, 64, false);
+        let mut sc = ScanControl::new(SWAP_CLUSTER_MAX, false);
+        sc.priority = 0;
+        k.shrink_lruvec(lv, &mut sc);
+        assert_eq!(k.stat.get(Vm::PgscanFile), 32);
+        assert_eq!(k.stat.get(Vm::PgscanAnon), 64);
+    }
+
     #[test]
     fn reclaim_cost_goes_to_the_cgroup_and_the_root_and_decays() {
         let mut k = boot(60);
