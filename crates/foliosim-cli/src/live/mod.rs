@@ -70,6 +70,9 @@ pub struct Host {
     pub memory_bytes: u64,
     /// CONFIG_THP_SWAP of this kernel, if its configuration can be read.
     pub thp_swap: Option<bool>,
+    /// Each node's memory and page cache before the runs (validate plays them in the
+    /// simulator).
+    pub meminfo: Vec<sys::NodeMeminfo>,
 }
 
 /// Whether a run swaps to swap files on ext4 rather than to zram devices: a run that needs

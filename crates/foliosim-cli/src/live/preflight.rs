@@ -155,5 +155,6 @@ pub fn preflight(specs: &[RunSpec]) -> Result<Host, LiveError> {
         cpus,
         memory_bytes,
         thp_swap,
+        meminfo: sys::node_meminfo(),
     })
 }
