@@ -615,6 +615,56 @@ mod tests {
         }
     }
 
+    #[test]
+    fn the_hosts_page_cache_and_memory_go_to_the_simulated_nodes() {
+        let gib = 1u64 << 30;
+        let host = |node, total, active, inactive| NodeMeminfo {
+            node,
+            mem_total_bytes: total * gib,
+            active_file_bytes: active * gib,
+            inactive_file_bytes: inactive * gib,
+        };
+        // one node for one: the host's memory where the scenario's is smaller
+        let mut one = scenario();
+        let line = play_host_memory(&mut one, &[host(0, 24, 4, 9)]).unwrap();
+        let n = &one.machine.nodes[0];
+        assert_eq!(
+            (n.memory_bytes, n.active_file_bytes, n.inactive_file_bytes),
+            (24 * gib, 4 * gib, 9 * gib)
+        );
+        assert!(line.contains("node 0: Active(file) 4096 MiB, Inactive(file) 9216 MiB, memory 24576 MiB (the scenario's 1024 MiB)"), "{line}");
+        // two host nodes for a one-node scenario: pooled
+        let mut pooled = scenario();
+        play_host_memory(&mut pooled, &[host(0, 8, 1, 2), host(1, 8, 3, 4)]).unwrap();
+        let n = &pooled.machine.nodes[0];
+        assert_eq!(
+            (n.memory_bytes, n.active_file_bytes, n.inactive_file_bytes),
+            (16 * gib, 4 * gib, 6 * gib)
+        );
+        // nothing read, nothing played
+        let mut none = scenario();
+        assert!(play_host_memory(&mut none, &[]).is_none());
+        assert_eq!(none.machine.nodes[0].active_file_bytes, 0);
+    }
+
+    #[test]
+    fn meminfo_is_read_from_the_machines_and_a_nodes_format() {
+        let proc = "MemTotal:       24684096 kB\nActive(file):    5388932 kB\nInactive(file): 18133556 kB\n";
+        let node = "Node 1 MemTotal:       24684096 kB\nNode 1 Active(anon):  1528 kB\nNode 1 Active(file):    5388932 kB\nNode 1 Inactive(file): 18133556 kB\n";
+        let want = |node| NodeMeminfo {
+            node,
+            mem_total_bytes: 24684096 << 10,
+            active_file_bytes: 5388932 << 10,
+            inactive_file_bytes: 18133556 << 10,
+        };
+        assert_eq!(crate::live::sys::parse_meminfo(0, proc), Some(want(0)));
+        assert_eq!(crate::live::sys::parse_meminfo(1, node), Some(want(1)));
+        assert_eq!(
+            crate::live::sys::parse_meminfo(0, "Active(file): 4 kB"),
+            None
+        );
+    }
+
     fn scenario() -> Scenario {
         Scenario::parse_str(
             "name = \"t\"\n[machine]\n[[machine.node]]\nmemory = \"1G\"\ncpus = 1\n[[task]]\nname = \"t\"\nops = [{ op = \"sleep\", time = \"1ms\" }]\n",

@@ -406,4 +406,30 @@ mod tests {
         let zero_mem = MINIMAL.replace("\"8G\"", "0");
         assert_eq!(parse(&zero_mem).unwrap_err().key, "machine.node[0].memory");
     }
+
+    #[test]
+    fn a_nodes_resident_page_cache_is_whole_pages_within_its_memory() {
+        let with = |lines: &str| MINIMAL.replace("cpus = 4", &format!("cpus = 4\n{lines}"));
+        let ok = parse(&with(
+            "\"Active(file)\" = \"1G\"\n\"Inactive(file)\" = \"3945468K\"",
+        ));
+        let node = &ok.unwrap().machine.nodes[0];
+        assert_eq!(node.active_file_bytes, 1 << 30);
+        assert_eq!(node.inactive_file_bytes, 3945468 << 10);
+        let e = parse(&with(
+            "\"Active(file)\" = \"6G\"\n\"Inactive(file)\" = \"3G\"",
+        ))
+        .unwrap_err();
+        assert_eq!(e.key, "machine.node[0].Inactive(file)");
+        assert!(
+            e.message
+                .contains("no larger than the node's memory (8 GiB), found 9 GiB"),
+            "{e}"
+        );
+        let e = parse(&with("\"Active(file)\" = \"6000\"")).unwrap_err();
+        assert_eq!(e.key, "machine.node[0].Active(file)");
+        assert!(e.message.contains("multiple of 4 KiB"), "{e}");
+        let e = parse(&with("\"Inactive(file)\" = true")).unwrap_err();
+        assert!(e.message.contains("expected a size"), "{e}");
+    }
 }
