@@ -103,6 +103,13 @@ pub fn notes(scenario: &Scenario, host: &live::Host, runs: &[LiveRun]) -> String
             .and_then(|r| r.info["cgroup"].as_str())
             .unwrap_or("-"),
     );
+    if let Some(load) = &host.loadavg {
+        text.push_str(&format!(
+            "live: load average before the runs {load} on {} CPUs (other work on them stretches \
+             the runs' timeline, and with it what reclaim finds)\n",
+            host.cpus
+        ));
+    }
     for node in &host.meminfo {
         text.push_str(&format!(
             "live: node {} before the runs: Active(file) {} MiB, Inactive(file) {} MiB of {} MiB \
