@@ -152,6 +152,50 @@ ops = [{{ op = "sleep", time = "1ms" }}]
     }
 
     #[test]
+    fn global_pressure_reclaims_the_cache_and_leaves_a_shadow_for_each_page() {
+        // 200 of the node's 256 MiB cached: 150 MiB of anonymous memory outside any limit
+        // needs most of it back
+        let toml = r#"
+name = "t"
+[[machine.node]]
+memory = "256M"
+cpus = 1
+"Inactive(file)" = "200M"
+[[task]]
+name = "t"
+ops = [{ op = "sleep", time = "1ms" }]
+"#;
+        let (mut k, t) = crate::mm::boot_for_test(toml, "v6.18");
+        let root = k.lruvec_index(0, 0);
+        let cached =
+            |k: &crate::mm::Kernel| k.lruvecs[root].lists[Lru::InactiveFile as usize].nr_pages;
+        assert_eq!(cached(&k), 51200);
+        let mm = k.tasks[t as usize].mm.unwrap();
+        let start = k.mmap_anon(mm, 38400);
+        for i in 0..38400 {
+            k.touch(mm, start + i, true, content::DATA_DEFAULT).unwrap();
+        }
+        let evicted = 51200 - cached(&k);
+        // at least what the anonymous pages need beyond the 56 MiB left free
+        assert!(
+            evicted >= 38400 - 14336,
+            "the cache made room: {evicted} pages evicted"
+        );
+        assert_eq!(
+            k.stat.get(Vm::Pswpout),
+            0,
+            "no swap device: only the cache can go"
+        );
+        let shadows = k
+            .files
+            .iter()
+            .flat_map(|f| &f.shadows)
+            .filter(|s| s.is_some())
+            .count();
+        assert_eq!(shadows as u64, evicted, "each evicted page left its shadow");
+    }
+
+    #[test]
     fn a_pageout_refault_is_activated_when_the_roots_page_cache_holds_its_distance() {
         // no page cache: the root's workingset is the cgroup's active anon, none
         assert_eq!(activations_after_pageout(""), 0);
