@@ -103,6 +103,24 @@ pub fn notes(scenario: &Scenario, host: &live::Host, runs: &[LiveRun]) -> String
             .and_then(|r| r.info["cgroup"].as_str())
             .unwrap_or("-"),
     );
+    if let Some(load) = &host.loadavg {
+        text.push_str(&format!(
+            "live: load average before the runs {load} on {} CPUs (other work on them stretches \
+             the runs' timeline, and with it what reclaim finds)\n",
+            host.cpus
+        ));
+    }
+    for node in &host.meminfo {
+        text.push_str(&format!(
+            "live: node {} before the runs: Active(file) {} MiB, Inactive(file) {} MiB of {} MiB \
+             (the root's page cache, which a refault after global reclaim or MADV_PAGEOUT is \
+             judged against)\n",
+            node.node,
+            node.active_file_bytes >> 20,
+            node.inactive_file_bytes >> 20,
+            node.mem_total_bytes >> 20
+        ));
+    }
     let kdamonds = live::sys::damon_pageout_kdamonds();
     if !kdamonds.is_empty() {
         text.push_str(&format!(

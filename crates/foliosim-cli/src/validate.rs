@@ -5,12 +5,14 @@
 
 use std::collections::BTreeSet;
 
+use foliosim::scenario::types::PAGE_SIZE;
 use foliosim::scenario::SwapKind;
 use foliosim::{RunResult, RunSpec, Scenario};
 use serde_json::Value;
 
 use crate::args::ValidateArgs;
 use crate::kernel_run;
+use crate::live::sys::NodeMeminfo;
 use crate::run::{run_all, Loader};
 use crate::{output, scenarios, table, Failure};
 
@@ -410,6 +412,65 @@ fn play_brd_as_zram(scenario: &mut Scenario) -> bool {
     any
 }
 
+/// Plays the live host's memory and page cache in the simulated machine: each node gets the
+/// host's page cache as its resident `Active(file)` and `Inactive(file)` (clean, charged to the
+/// root cgroup, mm/resident_cache.rs) and, where its memory is smaller, the host's memory. The
+/// root's workingset, against which a refault after global reclaim or MADV_PAGEOUT is judged, is
+/// then the host's. The host's nodes are taken one for one when the counts agree, else pooled and
+/// shared out by the scenario nodes' memory. Returns a line saying what was taken, or None when
+/// the host's meminfo could not be read.
+pub fn play_host_memory(scenario: &mut Scenario, host: &[NodeMeminfo]) -> Option<String> {
+    if host.is_empty() {
+        return None;
+    }
+    let pages = |bytes: u128| (bytes as u64) & !(PAGE_SIZE - 1);
+    let nodes = &mut scenario.machine.nodes;
+    let scenario_memory: u128 = nodes.iter().map(|n| n.memory_bytes as u128).sum();
+    let sum = |f: fn(&NodeMeminfo) -> u64| host.iter().map(|n| f(n) as u128).sum::<u128>();
+    let pooled = [
+        sum(|n| n.mem_total_bytes),
+        sum(|n| n.active_file_bytes),
+        sum(|n| n.inactive_file_bytes),
+    ];
+    let one_for_one = host.len() == nodes.len();
+    let mut parts = Vec::new();
+    for (i, node) in nodes.iter_mut().enumerate() {
+        let [memory, active, inactive] = if one_for_one {
+            let h = &host[i];
+            [
+                h.mem_total_bytes,
+                h.active_file_bytes,
+                h.inactive_file_bytes,
+            ]
+        } else {
+            pooled.map(|bytes| pages(bytes * node.memory_bytes as u128 / scenario_memory.max(1)))
+        };
+        let scenario_bytes = node.memory_bytes;
+        node.memory_bytes = node.memory_bytes.max(pages(memory as u128));
+        // the host's cache fits its memory; a node larger than the host's keeps its own
+        node.active_file_bytes = pages(active as u128).min(node.memory_bytes);
+        node.inactive_file_bytes =
+            pages(inactive as u128).min(node.memory_bytes - node.active_file_bytes);
+        parts.push(format!(
+            "node {i}: Active(file) {} MiB, Inactive(file) {} MiB, memory {} MiB (the scenario's {} MiB)",
+            node.active_file_bytes >> 20,
+            node.inactive_file_bytes >> 20,
+            node.memory_bytes >> 20,
+            scenario_bytes >> 20
+        ));
+    }
+    let source = if one_for_one {
+        "each host node's meminfo"
+    } else {
+        "the host's meminfo, shared out by memory"
+    };
+    Some(format!(
+        "simulated with the host's page cache and memory ({source}), resident and charged to the \
+         root cgroup from the start: {}\n",
+        parts.join("; ")
+    ))
+}
+
 pub fn validate(validate_args: &ValidateArgs) -> Result<(), Failure> {
     let args = &validate_args.live;
     let (mut scenario, profile, specs) = plan(validate_args, &Scenario::load)?;
@@ -444,7 +505,15 @@ pub fn validate(validate_args: &ValidateArgs) -> Result<(), Failure> {
             spec.knobs.host_memcgs_online = online;
         }
     }
-    let sim_runs = run_all(&scenario, &specs)?;
+    // and its memory and page cache (the root's workingset), in the simulated machine only: the
+    // live side's set-up reads the scenario's machine as it is
+    let mut sim_scenario = scenario.clone();
+    let mut sim_specs = specs.clone();
+    let host_memory = play_host_memory(&mut sim_scenario, &host.meminfo);
+    for spec in &mut sim_specs {
+        play_host_memory(&mut spec.scenario, &host.meminfo);
+    }
+    let sim_runs = run_all(&sim_scenario, &sim_specs)?;
     // the live kernel varies from run to run: each repetition plays every variant once
     let mut repetitions = Vec::new();
     for repetition in 1..=validate_args.live_runs {
@@ -505,6 +574,9 @@ pub fn validate(validate_args: &ValidateArgs) -> Result<(), Failure> {
         }
     }
     text.push_str(&kernel_run::notes(&scenario, &host, live_runs));
+    if let Some(line) = &host_memory {
+        text.push_str(line);
+    }
     if brd_played_as_zram {
         text.push_str(
             "brd swap devices are played as zram live (kernel-bench has no brd), and simulated as \
@@ -541,6 +613,56 @@ mod tests {
             series: Default::default(),
             series_interval_ns: None,
         }
+    }
+
+    #[test]
+    fn the_hosts_page_cache_and_memory_go_to_the_simulated_nodes() {
+        let gib = 1u64 << 30;
+        let host = |node, total, active, inactive| NodeMeminfo {
+            node,
+            mem_total_bytes: total * gib,
+            active_file_bytes: active * gib,
+            inactive_file_bytes: inactive * gib,
+        };
+        // one node for one: the host's memory where the scenario's is smaller
+        let mut one = scenario();
+        let line = play_host_memory(&mut one, &[host(0, 24, 4, 9)]).unwrap();
+        let n = &one.machine.nodes[0];
+        assert_eq!(
+            (n.memory_bytes, n.active_file_bytes, n.inactive_file_bytes),
+            (24 * gib, 4 * gib, 9 * gib)
+        );
+        assert!(line.contains("node 0: Active(file) 4096 MiB, Inactive(file) 9216 MiB, memory 24576 MiB (the scenario's 1024 MiB)"), "{line}");
+        // two host nodes for a one-node scenario: pooled
+        let mut pooled = scenario();
+        play_host_memory(&mut pooled, &[host(0, 8, 1, 2), host(1, 8, 3, 4)]).unwrap();
+        let n = &pooled.machine.nodes[0];
+        assert_eq!(
+            (n.memory_bytes, n.active_file_bytes, n.inactive_file_bytes),
+            (16 * gib, 4 * gib, 6 * gib)
+        );
+        // nothing read, nothing played
+        let mut none = scenario();
+        assert!(play_host_memory(&mut none, &[]).is_none());
+        assert_eq!(none.machine.nodes[0].active_file_bytes, 0);
+    }
+
+    #[test]
+    fn meminfo_is_read_from_the_machines_and_a_nodes_format() {
+        let proc = "MemTotal:       24684096 kB\nActive(file):    5388932 kB\nInactive(file): 18133556 kB\n";
+        let node = "Node 1 MemTotal:       24684096 kB\nNode 1 Active(anon):  1528 kB\nNode 1 Active(file):    5388932 kB\nNode 1 Inactive(file): 18133556 kB\n";
+        let want = |node| NodeMeminfo {
+            node,
+            mem_total_bytes: 24684096 << 10,
+            active_file_bytes: 5388932 << 10,
+            inactive_file_bytes: 18133556 << 10,
+        };
+        assert_eq!(crate::live::sys::parse_meminfo(0, proc), Some(want(0)));
+        assert_eq!(crate::live::sys::parse_meminfo(1, node), Some(want(1)));
+        assert_eq!(
+            crate::live::sys::parse_meminfo(0, "Active(file): 4 kB"),
+            None
+        );
     }
 
     fn scenario() -> Scenario {

@@ -63,6 +63,8 @@ fn spec(resident_touches: u64) -> RunSpec {
                 memory_bytes: MACHINE_BYTES,
                 cpus: 1,
                 tier: Tier::Dram,
+                active_file_bytes: 0,
+                inactive_file_bytes: 0,
             }],
         },
         swap: vec![],

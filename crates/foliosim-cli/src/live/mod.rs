@@ -70,6 +70,12 @@ pub struct Host {
     pub memory_bytes: u64,
     /// CONFIG_THP_SWAP of this kernel, if its configuration can be read.
     pub thp_swap: Option<bool>,
+    /// Each node's memory and page cache before the runs (validate plays them in the
+    /// simulator).
+    pub meminfo: Vec<sys::NodeMeminfo>,
+    /// /proc/loadavg's 1-, 5- and 15-minute load averages before the runs: other work on the
+    /// machine's CPUs stretches the live runs' timeline (docs/fidelity.md).
+    pub loadavg: Option<String>,
 }
 
 /// Whether a run swaps to swap files on ext4 rather than to zram devices: a run that needs

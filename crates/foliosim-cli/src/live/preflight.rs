@@ -155,5 +155,8 @@ pub fn preflight(specs: &[RunSpec]) -> Result<Host, LiveError> {
         cpus,
         memory_bytes,
         thp_swap,
+        meminfo: sys::node_meminfo(),
+        loadavg: sys::read("/proc/loadavg")
+            .map(|t| t.split_whitespace().take(3).collect::<Vec<_>>().join(" ")),
     })
 }

@@ -250,6 +250,53 @@ pub fn machine() -> (u32, u64) {
     (cpus, mem_kb * 1024)
 }
 
+/// One NUMA node's memory and page cache, in bytes, as its meminfo gives them.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct NodeMeminfo {
+    pub node: u32,
+    pub mem_total_bytes: u64,
+    pub active_file_bytes: u64,
+    pub inactive_file_bytes: u64,
+}
+
+/// Every online node's /sys/devices/system/node/nodeN/meminfo, by node id; /proc/meminfo as node
+/// 0 where there are none (a kernel without NUMA). Empty if neither can be read.
+pub fn node_meminfo() -> Vec<NodeMeminfo> {
+    let mut nodes: Vec<NodeMeminfo> = std::fs::read_dir("/sys/devices/system/node")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|entry| {
+            let name = entry.file_name().into_string().ok()?;
+            let node = name.strip_prefix("node")?.parse().ok()?;
+            parse_meminfo(node, &read(entry.path().join("meminfo"))?)
+        })
+        .collect();
+    nodes.sort_by_key(|n| n.node);
+    if nodes.is_empty() {
+        nodes.extend(read("/proc/meminfo").and_then(|t| parse_meminfo(0, &t)));
+    }
+    nodes
+}
+
+/// The fields of a meminfo text ("MemTotal:  24684096 kB", or "Node 0 MemTotal: ..." in a
+/// node's); None without MemTotal.
+pub fn parse_meminfo(node: u32, text: &str) -> Option<NodeMeminfo> {
+    let field = |name: &str| {
+        text.lines().find_map(|line| {
+            let mut words = line.split_whitespace().skip_while(|w| *w != name);
+            words.next()?;
+            words.next()?.parse::<u64>().ok().map(|kb| kb * 1024)
+        })
+    };
+    Some(NodeMeminfo {
+        node,
+        mem_total_bytes: field("MemTotal:")?,
+        active_file_bytes: field("Active(file):").unwrap_or(0),
+        inactive_file_bytes: field("Inactive(file):").unwrap_or(0),
+    })
+}
+
 /// kdamond processes running a DAMON `pageout` scheme: they may page out idle memory of any
 /// process to the run's swap device, adding to its swap counters.
 /// Has zswap been enabled at any time since boot (zswap_never_enabled is a static key a user

@@ -21,6 +21,7 @@ pub mod page_alloc;
 pub mod page_writeback;
 pub mod pagetable;
 pub mod readahead;
+pub mod resident_cache;
 pub mod rmap;
 pub mod shmem;
 pub mod swap_alloc;

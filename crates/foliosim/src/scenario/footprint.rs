@@ -38,11 +38,18 @@ pub(crate) fn estimate(scenario: &Scenario) -> Vec<(&'static str, u64)> {
         Program::Generator(params) => params.file_pages(),
         Program::Ops(_) | Program::LiveOnly => 0,
     });
+    // the page cache the nodes start with is indexed as files too (mm/resident_cache.rs)
+    let resident_cache_pages = scenario
+        .machine
+        .nodes
+        .iter()
+        .map(|n| (n.active_file_bytes + n.inactive_file_bytes) / PAGE_SIZE);
     let file_pages: u64 = scenario
         .files
         .iter()
         .map(|f| f.size_bytes.div_ceil(PAGE_SIZE))
         .chain(generator_file_pages)
+        .chain(resident_cache_pages)
         .fold(0, u64::saturating_add);
     let swap_slots: u64 = scenario.swap.iter().map(|s| s.size_bytes / PAGE_SIZE).sum();
     let mut parts = vec![

@@ -46,7 +46,12 @@ pub(super) fn parse_machine(top: &Node) -> Res<MachineSpec> {
     })?;
     let mut nodes = Vec::new();
     for (path, t) in machine.tables("node")? {
-        let node = Node::new(top.cx, t, path, &["memory", "cpus", "tier"])?;
+        let node = Node::new(
+            top.cx,
+            t,
+            path,
+            &["memory", "cpus", "tier", ACTIVE_FILE, INACTIVE_FILE],
+        )?;
         let memory_bytes = node.positive_size("memory")?;
         if memory_bytes % PAGE_SIZE != 0 {
             return Err(node.err(
@@ -58,10 +63,13 @@ pub(super) fn parse_machine(top: &Node) -> Res<MachineSpec> {
         let tier = node
             .choice_opt("tier", &[("dram", Tier::Dram), ("cxl", Tier::Cxl)])?
             .unwrap_or(Tier::Dram);
+        let (active_file_bytes, inactive_file_bytes) = parse_resident_cache(&node, memory_bytes)?;
         nodes.push(NodeSpec {
             memory_bytes,
             cpus,
             tier,
+            active_file_bytes,
+            inactive_file_bytes,
         });
     }
     if nodes.is_empty() {
@@ -89,6 +97,39 @@ pub(super) fn parse_machine(top: &Node) -> Res<MachineSpec> {
         return Err(machine.err("node", "expected at least one CPU on some node, found none"));
     }
     Ok(spec)
+}
+
+/// A node's resident page cache at the start, named as the node's meminfo names it.
+pub const ACTIVE_FILE: &str = "Active(file)";
+pub const INACTIVE_FILE: &str = "Inactive(file)";
+
+/// `"Active(file)"` and `"Inactive(file)"` of a `[[machine.node]]`: whole pages, together no
+/// more than the node's memory.
+fn parse_resident_cache(node: &Node, memory_bytes: u64) -> Res<(u64, u64)> {
+    let mut sizes = [0u64; 2];
+    for (size, key) in sizes.iter_mut().zip([ACTIVE_FILE, INACTIVE_FILE]) {
+        let bytes = node.size_opt(key)?.unwrap_or(0);
+        if bytes % PAGE_SIZE != 0 {
+            return Err(node.err(
+                key,
+                format!("expected a multiple of 4 KiB, found {bytes} bytes"),
+            ));
+        }
+        *size = bytes;
+    }
+    let [active, inactive] = sizes;
+    if active.saturating_add(inactive) > memory_bytes {
+        return Err(node.err(
+            INACTIVE_FILE,
+            format!(
+                "expected Active(file) and Inactive(file) together no larger than the node's \
+                 memory ({}), found {}",
+                format_size(memory_bytes),
+                format_size(active.saturating_add(inactive))
+            ),
+        ));
+    }
+    Ok((active, inactive))
 }
 
 const MAX_SWAP_BYTES: u64 = (1 << 27) * PAGE_SIZE;
@@ -364,5 +405,31 @@ mod tests {
         assert!(e.message.contains("x86-server"), "{e}");
         let zero_mem = MINIMAL.replace("\"8G\"", "0");
         assert_eq!(parse(&zero_mem).unwrap_err().key, "machine.node[0].memory");
+    }
+
+    #[test]
+    fn a_nodes_resident_page_cache_is_whole_pages_within_its_memory() {
+        let with = |lines: &str| MINIMAL.replace("cpus = 4", &format!("cpus = 4\n{lines}"));
+        let ok = parse(&with(
+            "\"Active(file)\" = \"1G\"\n\"Inactive(file)\" = \"3945468K\"",
+        ));
+        let node = &ok.unwrap().machine.nodes[0];
+        assert_eq!(node.active_file_bytes, 1 << 30);
+        assert_eq!(node.inactive_file_bytes, 3945468 << 10);
+        let e = parse(&with(
+            "\"Active(file)\" = \"6G\"\n\"Inactive(file)\" = \"3G\"",
+        ))
+        .unwrap_err();
+        assert_eq!(e.key, "machine.node[0].Inactive(file)");
+        assert!(
+            e.message
+                .contains("no larger than the node's memory (8 GiB), found 9 GiB"),
+            "{e}"
+        );
+        let e = parse(&with("\"Active(file)\" = \"6000\"")).unwrap_err();
+        assert_eq!(e.key, "machine.node[0].Active(file)");
+        assert!(e.message.contains("multiple of 4 KiB"), "{e}");
+        let e = parse(&with("\"Inactive(file)\" = true")).unwrap_err();
+        assert!(e.message.contains("expected a size"), "{e}");
     }
 }

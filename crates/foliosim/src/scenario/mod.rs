@@ -72,6 +72,12 @@ pub struct NodeSpec {
     /// CPUs that belong to this node (0 for a CPU-less memory node).
     pub cpus: u32,
     pub tier: Tier,
+    /// Clean page cache of programs outside the scenario, resident when the run starts and
+    /// charged to the root cgroup, on the node's active and inactive file lists (the node's
+    /// `Active(file)` and `Inactive(file)` of /sys/devices/system/node/nodeN/meminfo); 0 by
+    /// default (mm/resident_cache.rs).
+    pub active_file_bytes: u64,
+    pub inactive_file_bytes: u64,
 }
 
 #[derive(Clone, Debug)]

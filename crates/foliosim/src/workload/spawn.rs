@@ -1,6 +1,6 @@
 //! Spawning a run's tasks into a booted kernel: kswapd on each node, the scenario's files, the
-//! processes and threads of each task with their programs (built by the generators), then the
-//! writeback flusher. Task ids follow that order.
+//! page cache the machine starts with, the processes and threads of each task with their
+//! programs (built by the generators), then the writeback flusher. Task ids follow that order.
 
 use super::task::{Report, TaskProgram};
 use super::Workload;
@@ -30,6 +30,9 @@ pub fn spawn(k: &mut Kernel) -> Result<Workload, InputError> {
         };
         k.create_file(file);
     }
+    // the page cache the machine holds before the run (mm/resident_cache.rs), after the
+    // scenario's files so that their ids do not depend on it
+    k.warm_resident_page_cache();
     let specs = k.spec.scenario.tasks.clone();
     for (index, ts) in specs.iter().enumerate() {
         let first_task = k.tasks.len();
