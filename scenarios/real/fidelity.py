@@ -64,8 +64,10 @@ def rows(sim, live):
     """(label, sim value, live value) of every figure validate prints, in its order."""
     out = [("run time (ms)", sim["sim_time_ns"] / 1e6, live["sim_time_ns"] / 1e6)]
     for s_task, l_task in zip(sim["tasks"], live["tasks"]):
-        if "exit_ns" in s_task and "exit_ns" in l_task:
-            out.append((f"{s_task['name']} exit (ms)", s_task["exit_ns"] / 1e6, l_task["exit_ns"] / 1e6))
+        for key in ("exit", "user", "sys"):
+            if f"{key}_ns" in s_task and f"{key}_ns" in l_task:
+                label = f"{s_task['name']} {key} (ms)"
+                out.append((label, s_task[f"{key}_ns"] / 1e6, l_task[f"{key}_ns"] / 1e6))
     for name, s in sim["vmstat"].items():
         if name in live["vmstat"]:
             out.append((name, s, live["vmstat"][name]))

@@ -396,7 +396,17 @@ mod kernel_run {
         let doc: serde_json::Value = serde_json::from_str(&read(&json).unwrap()).unwrap();
         let run = &doc["runs"][0];
         assert_eq!(run["tasks"][0]["name"], "writer", "{run}");
-        assert!(run["tasks"][0]["exit_ns"].as_u64().unwrap() > 0, "{run}");
+        let task = &run["tasks"][0];
+        let exit_ns = task["exit_ns"].as_u64().unwrap();
+        assert!(exit_ns > 0, "{run}");
+        // its CPU time, from wait4: python's loops in user mode, its faults and swap-outs in
+        // the kernel; one thread cannot use more CPU than the time it ran
+        let (user_ns, sys_ns) = (
+            task["user_ns"].as_u64().unwrap(),
+            task["sys_ns"].as_u64().unwrap(),
+        );
+        assert!(user_ns > 0 && sys_ns > 0, "{task}");
+        assert!(user_ns + sys_ns <= exit_ns + exit_ns / 20, "{task}");
         // 48 MiB written in 24 MiB: at least half of it went to zram
         assert!(run["vmstat"]["pswpout"].as_u64().unwrap() >= 4096, "{run}");
     }

@@ -22,6 +22,8 @@ pub(super) struct Running {
     pub(super) child: Child,
     pub(super) cgroup: PathBuf,
     pub(super) exit: Option<(ExitStatus, u64)>,
+    /// User and system CPU time of the process and the children it waited for, from wait4.
+    pub(super) cpu_ns: Option<(u64, u64)>,
     pub(super) eof: bool,
 }
 
@@ -125,6 +127,7 @@ pub(super) fn play(
             child,
             cgroup,
             exit: None,
+            cpu_ns: None,
             eof: false,
         });
     }
@@ -167,8 +170,9 @@ pub(super) fn play(
             Err(_) => {}
         }
         for r in running.iter_mut().filter(|r| r.exit.is_none()) {
-            if let Ok(Some(status)) = r.child.try_wait() {
+            if let Some((status, cpu_ns)) = wait_with_usage(&r.child) {
                 r.exit = Some((status, start.elapsed().as_nanos() as u64));
+                r.cpu_ns = Some(cpu_ns);
             }
         }
     }
@@ -185,9 +189,28 @@ pub(super) fn play(
     })
 }
 
+/// Reaps the process if it has exited (wait4 with WNOHANG), with its exit status and its user
+/// and system CPU time in ns: what a command's task is measured by beside its exit time.
+fn wait_with_usage(child: &Child) -> Option<(ExitStatus, (u64, u64))> {
+    use std::os::unix::process::ExitStatusExt;
+    let mut status = 0;
+    // SAFETY: wait4 writes only the status and the rusage we pass, both owned here.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    let pid = unsafe { libc::wait4(child.id() as i32, &mut status, libc::WNOHANG, &mut usage) };
+    if pid <= 0 {
+        return None;
+    }
+    let ns = |t: libc::timeval| t.tv_sec as u64 * 1_000_000_000 + t.tv_usec as u64 * 1_000;
+    Some((
+        ExitStatus::from_raw(status),
+        (ns(usage.ru_utime), ns(usage.ru_stime)),
+    ))
+}
+
 /// Kills and reaps the programs started so far (the cgroups' removal kills their children).
+/// Those already reaped are left alone: their pid may be another process's by now.
 fn stop(running: &mut [Running]) {
-    for r in running.iter_mut() {
+    for r in running.iter_mut().filter(|r| r.exit.is_none()) {
         let _ = r.child.kill();
         let _ = r.child.wait();
     }
