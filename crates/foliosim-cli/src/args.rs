@@ -111,6 +111,10 @@ pub struct RecordArgs {
     /// the trace to write (default: the program's name with .trace, in this directory)
     #[arg(short = 'o', long = "output", value_name = "FILE")]
     pub output: Option<PathBuf>,
+    /// run the program natively N times first and store the median user CPU time in the trace,
+    /// for `user_time = "native"` (0: do not)
+    #[arg(long = "native-runs", value_name = "N", default_value_t = 3)]
+    pub native_runs: u32,
     /// the program and its arguments, after `--`
     #[arg(required = true, last = true, value_name = "CMD")]
     pub command: Vec<String>,

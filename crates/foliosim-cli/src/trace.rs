@@ -277,6 +277,7 @@ fn info_json(
         "recorder": header.recorder,
         "recorder_version": header.recorder_version,
         "page_size_bytes": header.page_size_bytes,
+        "native_user_ns": header.native_user_ns,
         "threads": f.threads.len(),
         "processes": f.processes,
         "entries": f.entries,
@@ -325,6 +326,16 @@ fn info_text(
         format!("{} {}", header.recorder, header.recorder_version),
     );
     line("page size", format!("{} bytes", header.page_size_bytes));
+    if header.native_user_ns > 0 {
+        line(
+            "native run",
+            format!(
+                "{:.1} ms of user time, {:.3} ns per instruction",
+                header.native_user_ns as f64 / 1e6,
+                header.native_user_ns as f64 / header.instructions.max(1) as f64
+            ),
+        );
+    }
     line(
         "threads",
         format!("{} in {} process(es)", f.threads.len(), f.processes),

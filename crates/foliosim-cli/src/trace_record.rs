@@ -46,18 +46,31 @@ pub fn record(args: &RecordArgs) -> Result<(), Failure> {
         status: 2,
     })?;
     let tool_dir = build().map_err(|message| Failure::Live { message, status: 3 })?;
+    let native_user_ns = native_user_ns(&args.command, args.native_runs)?;
     let header = Header {
         program: program.clone(),
         args: args.command[1..].to_vec(),
         recorder: TOOL.into(),
         recorder_version: foliosim::VERSION.into(),
         page_size_bytes: PAGE_SIZE_BYTES,
+        native_user_ns,
+        ..Default::default()
     };
-    let recording = Recording::new(&output, &header)?;
+    let recording = Recording::new(&output, &header, args.native_runs)?;
     let handlers = signal::Handlers::install();
     let result = recording.run(&valgrind, &tool_dir, &args.command);
     drop(handlers);
     let (status, tally, len_bytes, execs) = result?;
+    if args.native_runs > 0 {
+        eprintln!(
+            "foliosim: {program}: native user time {:.1} ms (median of {}) over {} instructions: \
+             {:.3} ns per instruction",
+            native_user_ns as f64 / 1e6,
+            args.native_runs,
+            tally.instructions,
+            native_user_ns as f64 / tally.instructions.max(1) as f64
+        );
+    }
     for path in execs {
         eprintln!(
             "foliosim: note: {program} exec'd {path}: what ran after the exec is not in the trace \
@@ -83,6 +96,32 @@ pub fn record(args: &RecordArgs) -> Result<(), Failure> {
         0 => Ok(()),
         code => std::process::exit(code),
     }
+}
+
+/// Runs the program natively `runs` times (its output to /dev/null, its errors shown) and
+/// returns the median of its user CPU times in ns (wait4's, its waited-for children included);
+/// 0 for no runs. How the program ends is its own affair, as under valgrind.
+fn native_user_ns(command: &[String], runs: u32) -> Result<u64, Failure> {
+    let mut times = Vec::new();
+    for _ in 0..runs {
+        let child = Command::new(&command[0])
+            .args(&command[1..])
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .spawn()
+            .map_err(|e| {
+                recording_failure(format!(
+                    "cannot run {}: {}; no trace written",
+                    command[0],
+                    io_error_text(&e)
+                ))
+            })?;
+        let (_, (user_ns, _)) = crate::live::sys::wait_with_usage(&child, true)
+            .ok_or_else(|| recording_failure(format!("cannot wait for {}", command[0])))?;
+        times.push(user_ns);
+    }
+    times.sort_unstable();
+    Ok(times.get(times.len() / 2).copied().unwrap_or(0))
 }
 
 /// `<program's file name>.trace` in the current directory.
@@ -120,10 +159,14 @@ struct Recording {
     output: PathBuf,
     temp: tempfile::NamedTempFile,
     writer: TraceWriter<BufWriter<std::fs::File>>,
+    /// The native runs' median user time, written into the header with the instruction total
+    /// once the records are counted (not at all without native runs).
+    native_runs: u32,
+    native_user_ns: u64,
 }
 
 impl Recording {
-    fn new(output: &Path, header: &Header) -> Result<Recording, Failure> {
+    fn new(output: &Path, header: &Header, native_runs: u32) -> Result<Recording, Failure> {
         let temp = crate::output::temp_file_beside(output)
             .map_err(|e| write_failure(output, "create a temporary file for", &e))?;
         let file = temp
@@ -136,6 +179,8 @@ impl Recording {
             output: output.to_path_buf(),
             temp,
             writer,
+            native_runs,
+            native_user_ns: header.native_user_ns,
         })
     }
 
@@ -257,6 +302,14 @@ impl Recording {
         out.flush()
             .and_then(|()| self.temp.as_file().sync_all())
             .map_err(|e| write_failure(&self.output, "write", &e))?;
+        if self.native_runs > 0 {
+            foliosim::trace::set_native_run(
+                self.temp.path(),
+                self.native_user_ns,
+                tally.instructions,
+            )
+            .map_err(|e| write_failure(&self.output, "write", &e))?;
+        }
         let len_bytes = self.temp.as_file().metadata().map(|m| m.len()).unwrap_or(0);
         self.temp
             .persist(&self.output)

@@ -339,6 +339,8 @@ fn a_recorded_program_shows_its_mappings_writes_thread_fork_file_and_exits() {
         })
         .sum();
     assert!(instructions > 10_000, "{instructions} instructions");
+    // the header carries the total, beside the native runs' user time
+    assert_eq!(header.instructions, instructions);
 }
 
 #[test]

@@ -19,6 +19,7 @@ fn synthetic_trace() -> Vec<u8> {
         recorder: "bench".into(),
         recorder_version: "1".into(),
         page_size_bytes: 4096,
+        ..Default::default()
     };
     let mut writer = TraceWriter::new(Vec::new(), &header).unwrap();
     let mut state = 0x2545_f491_4f6c_dd1du64;

@@ -36,6 +36,7 @@ fn header() -> Header {
         recorder: "bench".into(),
         recorder_version: "0".into(),
         page_size_bytes: 4096,
+        ..Default::default()
     }
 }
 
@@ -91,6 +92,7 @@ fn simulation(source: Box<dyn foliosim::workload::trace_replay::EntrySource>) ->
         source,
         "task[2].trace".into(),
         (128, true),
+        None,
     );
     sim
 }

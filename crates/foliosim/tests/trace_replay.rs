@@ -3,7 +3,7 @@
 //! write, bad traces are one-line errors, and a replay is deterministic.
 
 mod common;
-use common::{header, run, write_trace, Dir, MACHINE};
+use common::{header, run, write_trace, write_trace_with, Dir, MACHINE};
 use foliosim::trace::{Access, Entry, Event, Header, TraceWriter};
 use foliosim::{RunError, Scenario};
 use std::path::PathBuf;
@@ -104,6 +104,65 @@ fn a_trace_replays_to_the_counters_of_the_equivalent_ops_scenario() {
         assert_eq!(a.sim_time_ns + fill_ns, b.sim_time_ns, "{profile}");
         assert_eq!(a.tasks[0]["trace_records"], pages + 3000);
     }
+}
+
+/// `user_time = "native"` charges each instruction the program's own time on the recording
+/// machine (the header's native user time over its instruction total) instead of the profile's.
+#[test]
+fn a_native_user_time_charges_the_programs_own_time_per_instruction() {
+    let dir = Dir::new("native-user-time");
+    let mut busy = access(0, 0, true);
+    if let Entry::Access(a) = &mut busy {
+        a.instructions = 1_000_000;
+    }
+    let entries = [mmap(16), busy];
+    // 0.5 ms over a million instructions: 500 ps each
+    let measured = Header {
+        native_user_ns: 500_000,
+        instructions: 1_000_000,
+        ..header()
+    };
+    write_trace_with(&dir.path("measured.trace"), &measured, &entries);
+    write_trace(&dir.path("unmeasured.trace"), &entries);
+    let scenario = |trace: &str, user_time: &str| {
+        dir.write(
+            &format!("{trace}-{user_time}.toml"),
+            &format!(
+                "{MACHINE}[[task]]\nname = \"app\"\ncgroup = \"cg\"\ntrace = \"{trace}.trace\"\n\
+                 user_time = \"{user_time}\"\n"
+            ),
+        )
+    };
+    let user = |r: &foliosim::RunResult| r.tasks[0]["user_ns"].as_u64().unwrap();
+    let native = run(&scenario("measured", "native"), "v6.18").unwrap();
+    let profile = run(&scenario("measured", "profile"), "v6.18").unwrap();
+    let profile_ps = foliosim::machine::hw::profile("x86-server")
+        .unwrap()
+        .costs
+        .instruction_ns_x1000;
+    assert_eq!(
+        user(&native) - user(&profile),
+        1_000_000 * (500 - profile_ps) / 1000
+    );
+    // a trace without a native run, or a value of neither kind, is refused naming the key
+    let toml = scenario("unmeasured", "native");
+    let e = Scenario::load(&toml).unwrap_err().to_string();
+    assert!(
+        e.starts_with(&format!(
+            "{}: task[0].user_time: expected a trace with its native run",
+            toml.display()
+        )),
+        "{e}"
+    );
+    let toml = scenario("measured", "fast");
+    let e = Scenario::load(&toml).unwrap_err().to_string();
+    assert_eq!(
+        e,
+        format!(
+            "{}: task[0].user_time: expected \"profile\" or \"native\", found \"fast\"",
+            toml.display()
+        )
+    );
 }
 
 #[test]

@@ -170,7 +170,7 @@ pub(super) fn play(
             Err(_) => {}
         }
         for r in running.iter_mut().filter(|r| r.exit.is_none()) {
-            if let Some((status, cpu_ns)) = wait_with_usage(&r.child) {
+            if let Some((status, cpu_ns)) = super::sys::wait_with_usage(&r.child, false) {
                 r.exit = Some((status, start.elapsed().as_nanos() as u64));
                 r.cpu_ns = Some(cpu_ns);
             }
@@ -187,24 +187,6 @@ pub(super) fn play(
         series,
         elapsed_ns,
     })
-}
-
-/// Reaps the process if it has exited (wait4 with WNOHANG), with its exit status and its user
-/// and system CPU time in ns: what a command's task is measured by beside its exit time.
-fn wait_with_usage(child: &Child) -> Option<(ExitStatus, (u64, u64))> {
-    use std::os::unix::process::ExitStatusExt;
-    let mut status = 0;
-    // SAFETY: wait4 writes only the status and the rusage we pass, both owned here.
-    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    let pid = unsafe { libc::wait4(child.id() as i32, &mut status, libc::WNOHANG, &mut usage) };
-    if pid <= 0 {
-        return None;
-    }
-    let ns = |t: libc::timeval| t.tv_sec as u64 * 1_000_000_000 + t.tv_usec as u64 * 1_000;
-    Some((
-        ExitStatus::from_raw(status),
-        (ns(usage.ru_utime), ns(usage.ru_stime)),
-    ))
 }
 
 /// Kills and reaps the programs started so far (the cgroups' removal kills their children).

@@ -93,6 +93,7 @@ mod tests {
             recorder: "test".into(),
             recorder_version: "0".into(),
             page_size_bytes: 4096,
+            ..Default::default()
         };
         let file = std::fs::File::create(dir.join("t.trace")).unwrap();
         let mut w = TraceWriter::new(file, &header).unwrap();

@@ -137,6 +137,8 @@ pub struct Tally {
     pub accesses: u64,
     pub events: u64,
     pub processes: u64,
+    /// Instructions the access records carry in all.
+    pub instructions: u64,
 }
 
 /// Decodes the stream incrementally: `feed` any slice of it, take the entries it completed.
@@ -432,6 +434,7 @@ impl RawDecoder {
                 // a count beyond u32 (billions of accesses to one page in a row) is split
                 let mut left = count.max(1);
                 let mut instructions = instructions;
+                self.tally.instructions += instructions;
                 while left > 0 {
                     let part = left.min(u64::from(u32::MAX));
                     out.push(Entry::Access(Access {

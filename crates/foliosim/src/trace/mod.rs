@@ -20,8 +20,9 @@ pub use read::TraceReader;
 pub use write::TraceWriter;
 
 /// The format version this build writes; it reads this one and every earlier one.
-pub const FORMAT_VERSION: u32 = 2;
-/// The oldest format version this build reads (version 2 added `Event::Fadvise`).
+pub const FORMAT_VERSION: u32 = 3;
+/// The oldest format version this build reads (version 2 added `Event::Fadvise`, version 3 the
+/// header's native user time and instruction total).
 pub const OLDEST_FORMAT_VERSION: u32 = 1;
 
 /// What a trace says about itself.
@@ -36,6 +37,12 @@ pub struct Header {
     pub recorder_version: String,
     /// The page size the records' page numbers are in.
     pub page_size_bytes: u64,
+    /// The program's user CPU time run natively on the recording machine (the median of the
+    /// recorder's native runs), and the instructions the trace's records carry in all: their
+    /// ratio is the program's own time per instruction there. 0 when not measured (format
+    /// versions before 3, importers).
+    pub native_user_ns: u64,
+    pub instructions: u64,
 }
 
 /// A thread of the traced program, numbered from 0 (the first thread of the first process) in
@@ -192,3 +199,32 @@ impl std::error::Error for TraceError {}
 //       pub fn header(&self) -> &Header;
 //       pub fn next_entry(&mut self) -> Result<Option<Entry>, TraceError>;
 //   }
+
+/// Writes a finished trace's native user time and instruction total into its header (the
+/// header's last 16 bytes, fixed-width for this): the recorder knows the total only once every
+/// record is written. The file must be a trace of this format version.
+pub fn set_native_run(
+    path: &std::path::Path,
+    native_user_ns: u64,
+    instructions: u64,
+) -> std::io::Result<()> {
+    use std::io::{Read, Seek, SeekFrom, Write};
+    let mut file = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(path)?;
+    let mut fixed = [0u8; 16];
+    file.read_exact(&mut fixed)?;
+    let version = u32::from_le_bytes(fixed[8..12].try_into().unwrap());
+    if fixed[..8] != format::MAGIC || version != FORMAT_VERSION {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            format!("expected a trace of format version {FORMAT_VERSION}"),
+        ));
+    }
+    let header_len = u64::from(u32::from_le_bytes(fixed[12..16].try_into().unwrap()));
+    file.seek(SeekFrom::Start(16 + header_len - 16))?;
+    file.write_all(&native_user_ns.to_le_bytes())?;
+    file.write_all(&instructions.to_le_bytes())?;
+    file.sync_all()
+}

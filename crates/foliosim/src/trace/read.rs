@@ -112,6 +112,7 @@ impl<R: Read> TraceReader<R> {
         let header = HeaderCursor {
             bytes: &encoded,
             pos: 0,
+            version,
         }
         .header()
         .map_err(|(pos, message)| error(PREAMBLE_FIXED_BYTES + pos as u64, message))?;
@@ -610,6 +611,7 @@ fn io_text(e: &io::Error) -> String {
 struct HeaderCursor<'a> {
     bytes: &'a [u8],
     pos: usize,
+    version: u32,
 }
 
 impl HeaderCursor<'_> {
@@ -638,11 +640,24 @@ impl HeaderCursor<'_> {
                 ),
             ));
         }
+        let (native_user_ns, instructions) = if self.version >= 3 {
+            (
+                self.fixed_u64("native user time")?,
+                self.fixed_u64("instruction total")?,
+            )
+        } else {
+            (0, 0)
+        };
         if self.pos != self.bytes.len() {
+            let last = if self.version >= 3 {
+                "instruction total"
+            } else {
+                "page size"
+            };
             return Err((
                 self.pos,
                 format!(
-                    "header: expected its end after the page size, found {} more bytes",
+                    "header: expected its end after the {last}, found {} more bytes",
                     self.bytes.len() - self.pos
                 ),
             ));
@@ -653,7 +668,20 @@ impl HeaderCursor<'_> {
             recorder,
             recorder_version,
             page_size_bytes,
+            native_user_ns,
+            instructions,
         })
+    }
+
+    fn fixed_u64(&mut self, name: &str) -> Result<u64, (usize, String)> {
+        let Some(bytes) = self.bytes.get(self.pos..self.pos + 8) else {
+            return Err((
+                self.pos,
+                format!("header: expected its {name} (8 bytes), found the header's end"),
+            ));
+        };
+        self.pos += 8;
+        Ok(u64::from_le_bytes(bytes.try_into().unwrap()))
     }
 
     fn varint(&mut self, name: &str) -> Result<u64, (usize, String)> {

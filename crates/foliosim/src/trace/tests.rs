@@ -12,6 +12,7 @@ fn header() -> Header {
         recorder: "foliotrace".into(),
         recorder_version: "0.1.0".into(),
         page_size_bytes: 4096,
+        ..Default::default()
     }
 }
 
@@ -258,34 +259,42 @@ fn malformed_preambles_name_their_offset() {
     assert_eq!(error_of(b"").offset, 0);
 
     let mut bad = good.clone();
-    bad[8] = 3;
+    bad[8] = 4;
     let e = error_of(&bad);
     assert_eq!(
         (e.offset, e.message.as_str()),
-        (8, "expected format version 1 to 2, found version 3")
+        (8, "expected format version 1 to 3, found version 4")
     );
 
     let mut bad = good.clone();
     bad[12..16].copy_from_slice(&u32::MAX.to_le_bytes());
     assert_eq!(error_of(&bad).offset, 12);
 
-    // the header says a page size of 4096 as two varint bytes at its end: make it 4095
+    // the header says a page size of 4096 as two varint bytes before its 16 fixed-width bytes
+    // (native user time, instruction total): make it 4095
     let header_len = u32::from_le_bytes(good[12..16].try_into().unwrap()) as u64;
     let mut bad = good.clone();
-    let last = (16 + header_len - 2) as usize;
+    let last = (16 + header_len - 18) as usize;
     assert_eq!(&bad[last..last + 2], &[0x80, 0x20]);
     bad[last] = 0xff;
     bad[last + 1] = 0x1f;
     let e = error_of(&bad);
-    assert_eq!(e.offset, 16 + header_len - 2);
+    assert_eq!(e.offset, 16 + header_len - 18);
     assert!(e.message.contains("power of two"), "{e}");
     assert_eq!(
         e.to_string(),
         format!(
             "t.trace: byte {}: header: expected a page size that is a power of two, found 4095",
-            16 + header_len - 2
+            16 + header_len - 18
         )
     );
+    // a version-3 header cut in its fixed-width fields
+    let mut bad = good[..16 + header_len as usize - 4].to_vec();
+    bad[12..16].copy_from_slice(&(header_len as u32 - 4).to_le_bytes());
+    bad.extend(&good[16 + header_len as usize..]);
+    let e = error_of(&bad);
+    assert_eq!(e.offset, 16 + header_len - 8);
+    assert!(e.message.contains("instruction total (8 bytes)"), "{e}");
 }
 
 #[test]
@@ -319,12 +328,12 @@ fn malformed_records_name_their_offset_in_the_records() {
         (
             &[0xb8, 0x88, 0x90],
             3,
-            "access record (tag at byte 65): expected its instructions, found the end",
+            "access record (tag at byte 81): expected its instructions, found the end",
         ),
         (
             &[0xb0, 0x88],
             2,
-            "access record (tag at byte 66): expected its page delta",
+            "access record (tag at byte 82): expected its page delta",
         ),
         (&[0x01, 0x00, 0x00], 3, "mmap record (tag at byte"),
         (&[0x0a, 0x00, 0x03, b'a'], 4, "file record"),
@@ -531,6 +540,49 @@ proptest! {
     }
 }
 
+/// The trace rewritten as an older version's: before version 3 the header ends at the page size.
+fn as_version(bytes: &[u8], version: u32) -> Vec<u8> {
+    let header_len = u32::from_le_bytes(bytes[12..16].try_into().unwrap()) as usize;
+    let mut out = bytes[..16 + header_len - 16].to_vec();
+    out[8..12].copy_from_slice(&version.to_le_bytes());
+    out[12..16].copy_from_slice(&(header_len as u32 - 16).to_le_bytes());
+    out.extend(&bytes[16 + header_len..]);
+    out
+}
+
+/// A version-3 header carries the native run's user time and the instruction total, written
+/// into a finished trace by set_native_run; an older trace reads them as 0 (not measured).
+#[test]
+fn the_native_run_is_written_into_a_finished_trace_and_older_traces_read_it_as_unmeasured() {
+    let dir = std::env::temp_dir().join(format!("foliosim-native-run-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("t.trace");
+    let h = Header {
+        native_user_ns: 12_345,
+        ..header()
+    };
+    let entries = [Entry::Access(Access {
+        thread: 0,
+        page: 7,
+        write: true,
+        count: 2,
+        instructions: 1_000,
+    })];
+    std::fs::write(&path, encode(&h, &entries)).unwrap();
+    crate::trace::set_native_run(&path, 12_345, 1_000).unwrap();
+    let bytes = std::fs::read(&path).unwrap();
+    let (read, got) = decode(&bytes).unwrap();
+    assert_eq!((read.native_user_ns, read.instructions), (12_345, 1_000));
+    assert_eq!(got, entries);
+    let (old, got) = decode(&as_version(&bytes, 2)).unwrap();
+    assert_eq!((old.native_user_ns, old.instructions), (0, 0));
+    assert_eq!(got, entries);
+    // only a trace of this version is patched
+    std::fs::write(&path, as_version(&bytes, 2)).unwrap();
+    assert!(crate::trace::set_native_run(&path, 1, 1).is_err());
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
 /// Version 1 had no fadvise event: a version-1 trace holding its tag is refused, and one without
 /// it still reads (traces recorded before version 2 replay as they did).
 #[test]
@@ -549,14 +601,12 @@ fn a_version_1_trace_reads_without_the_fadvise_tag() {
             advice: 2,
         })]
     );
-    let mut v1 = v2.clone();
-    v1[8] = 1;
+    let mut v1 = as_version(&v2, 1);
     let e = error_of(&v1);
     assert!(
         e.message.contains("expected a record tag (0x00 to 0x0c"),
         "{e}"
     );
-    let mut v1_plain = with_records(&[0x00]);
-    v1_plain[8] = 1;
+    let v1_plain = as_version(&with_records(&[0x00]), 1);
     assert!(decode(&v1_plain).is_ok());
 }

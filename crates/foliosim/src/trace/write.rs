@@ -301,5 +301,9 @@ fn encode_header(header: &Header) -> Vec<u8> {
     put_string(&mut out, &header.recorder);
     put_string(&mut out, &header.recorder_version);
     put_varint(&mut out, header.page_size_bytes);
+    // fixed-width, the header's last bytes, so that the recorder can write them once the
+    // records are counted (set_native_run)
+    out.extend_from_slice(&header.native_user_ns.to_le_bytes());
+    out.extend_from_slice(&header.instructions.to_le_bytes());
     out
 }

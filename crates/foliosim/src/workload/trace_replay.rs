@@ -111,6 +111,10 @@ pub struct TraceReplay {
     /// `[[file]]` takes them.
     pub read_ahead_kb: u64,
     pub large_folios: bool,
+    /// `user_time = "native"`: the user time of an instruction is the program's own on the
+    /// recording machine (the header's native user time over its instruction total), in ps;
+    /// None (`"profile"`, the default): the hardware profile's `instruction_ns_x1000`.
+    pub instruction_ps: Option<u64>,
 }
 
 impl GeneratorDef for TraceReplayGenerator {
@@ -118,7 +122,7 @@ impl GeneratorDef for TraceReplayGenerator {
         TRACE_REPLAY_GENERATOR
     }
     fn params(&self) -> &'static [&'static str] {
-        &["trace", "warm_files", "read_ahead_kb", "large_folios"]
+        &["trace", "warm_files", "read_ahead_kb", "large_folios", "user_time"]
     }
     fn parse(&self, task: &Node, _machine: &MachineSpec) -> Res<Box<dyn GeneratorParams>> {
         let Some(given) = task.str_opt("trace")? else {
@@ -131,12 +135,37 @@ impl GeneratorDef for TraceReplayGenerator {
         check_header(&header).map_err(|message| task.err("trace", message))?;
         let warm_files = WarmFiles::parse(task)?;
         let (read_ahead_kb, large_folios) = task.file_device()?;
+        let instruction_ps = match task.str_opt("user_time")? {
+            None | Some("profile") => None,
+            // a program too short to time has a native user time of 0: that is what it took
+            Some("native") if header.instructions > 0 => Some(
+                (u128::from(header.native_user_ns) * 1000 / u128::from(header.instructions))
+                    .max(1) as u64,
+            ),
+            Some("native") => {
+                return Err(task.err(
+                    "user_time",
+                    format!(
+                        "expected a trace with its native run's user time and instruction total \
+                         (foliosim trace record with --native-runs 1 or more), found none in {}",
+                        path.display()
+                    ),
+                ))
+            }
+            Some(other) => {
+                return Err(task.err(
+                    "user_time",
+                    format!("expected \"profile\" or \"native\", found {other:?}"),
+                ))
+            }
+        };
         Ok(Box::new(TraceReplay {
             path,
             header,
             warm_files,
             read_ahead_kb,
             large_folios,
+            instruction_ps,
         }))
     }
 }
@@ -236,7 +265,7 @@ impl Generator for TraceReplayGenerator {
         let source = open(&p.path).map_err(input_error)?;
         let warm = p.warm_files.select(&p.path).map_err(input_error)?;
         let device = (p.read_ahead_kb, p.large_folios);
-        w.spawn_replay(k, task, memcg, source, key, device);
+        w.spawn_replay(k, task, memcg, source, key, device, p.instruction_ps);
         w.warm_replay_files(k, &warm, task.node);
         Ok(())
     }
@@ -437,6 +466,8 @@ pub struct Replay {
     warm: Vec<(String, u32)>,
     /// The read_ahead_kb and large_folios of the files it creates.
     file_device: (u64, bool),
+    /// The user time of an instruction when the trace's own (`user_time = "native"`), in ps.
+    instruction_ps: Option<u64>,
     /// For messages and names: the scenario file, `task[i].trace`, the task's name.
     scenario_file: String,
     key: String,
@@ -470,6 +501,7 @@ impl Workload {
         source: Box<dyn EntrySource>,
         key: String,
         file_device: (u64, bool),
+        instruction_ps: Option<u64>,
     ) {
         let replay = self.replays.len() as u32;
         let t = k.spawn_process(task.name.clone(), memcg, task.node);
@@ -490,6 +522,7 @@ impl Workload {
             files: Vec::new(),
             warm: Vec::new(),
             file_device,
+            instruction_ps,
             scenario_file: k.spec.scenario.file.clone(),
             key,
             name: task.name.clone(),
@@ -593,7 +626,7 @@ impl Replay {
         quantum_end_ns: u64,
     ) -> Outcome {
         let ti = th as usize;
-        let instruction_ps = k.hw.instruction_ns_x1000;
+        let instruction_ps = self.instruction_ps.unwrap_or(k.hw.instruction_ns_x1000);
         let mm = self.spaces[self.threads[ti].space].mm;
         if let Some(io) = self.threads[ti].pending {
             match self.file_io(k, t, th, io, quantum_end_ns) {
@@ -1340,6 +1373,7 @@ name = "cg"
             recorder: "test".into(),
             recorder_version: "0".into(),
             page_size_bytes: 4096,
+            ..Default::default()
         }
     }
 
@@ -1403,6 +1437,7 @@ name = "cg"
             Box::new(source),
             "task[2].trace".into(),
             (DEFAULT_READ_AHEAD_KB, true),
+            None,
         );
         sim.run(&mut |_| {})
     }

@@ -40,12 +40,17 @@ pub fn header() -> Header {
         recorder: "test".into(),
         recorder_version: "0".into(),
         page_size_bytes: 4096,
+        ..Default::default()
     }
 }
 
 pub fn write_trace(path: &Path, entries: &[Entry]) {
+    write_trace_with(path, &header(), entries)
+}
+
+pub fn write_trace_with(path: &Path, header: &Header, entries: &[Entry]) {
     let file = std::fs::File::create(path).unwrap();
-    let mut w = TraceWriter::new(std::io::BufWriter::new(file), &header()).unwrap();
+    let mut w = TraceWriter::new(std::io::BufWriter::new(file), header).unwrap();
     for e in entries {
         w.push(e).unwrap();
     }

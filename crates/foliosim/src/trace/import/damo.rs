@@ -122,6 +122,7 @@ impl DamoImport {
                 recorder: "damo".into(),
                 recorder_version: format!("{target_count} target(s)"),
                 page_size_bytes: DAMO_PAGE_SIZE_BYTES,
+                ..Default::default()
             },
             rng: SplitMix64(options.seed),
             options,

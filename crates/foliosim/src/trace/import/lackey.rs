@@ -43,6 +43,7 @@ impl<R: BufRead> LackeyImport<R> {
                 recorder: "lackey".into(),
                 recorder_version: String::new(),
                 page_size_bytes: LACKEY_PAGE_SIZE_BYTES,
+                ..Default::default()
             },
             line: Vec::new(),
             line_pending: false,
