@@ -122,6 +122,10 @@ pub(super) fn task_figures(
                     m.insert("name".into(), json!(name));
                     m.insert("exit_ns".into(), json!(t_ns));
                     m.insert("oom_killed".into(), json!(true));
+                    if let Some((user_ns, sys_ns)) = r.cpu_ns {
+                        m.insert("user_ns".into(), json!(user_ns));
+                        m.insert("sys_ns".into(), json!(sys_ns));
+                    }
                     tasks.push((r.launch.task, m));
                 }
             }
