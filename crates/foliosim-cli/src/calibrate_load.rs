@@ -39,7 +39,7 @@ pub fn wait_until_idle(max_load: f64, wait: Duration) -> Result<f64, Failure> {
         if start.elapsed() >= wait {
             return Err(Failure::Live {
                 message: format!(
-                    "calibrate: the machine is busy: load average {load:.2} is above --max-load \
+                    "the machine is busy: load average {load:.2} is above --max-load \
                      {max_load:.2} after waiting {} s; measured now, the costs would be those under \
                      other tasks' load (retry when it is idle, or raise --max-load or --wait-idle)",
                     wait.as_secs()
