@@ -1,6 +1,7 @@
 //! `foliosim calibrate`: measures this machine's values for the costs the model charges most
 //! (fault entry, zeroing, copy-on-write, user stores and accesses, zram compression and
-//! decompression, zram's own work per 4 KiB page, remote TLB flushes) with kernel-bench/calibrate.c, and writes a hardware
+//! decompression, zram's own work per 4 KiB page, a THP split per subpage kept and dropped,
+//! remote TLB flushes) with kernel-bench/calibrate.c, and writes a hardware
 //! profile: each measured cost with its median and spread, the rest from a base profile.
 //!
 //! Every measurement is a differential where the kernel does not let one cost be timed alone
@@ -303,6 +304,7 @@ fn costs(raw: &BTreeMap<String, Vec<u64>>, base: &HwProfile) -> Vec<Measured> {
     // work: the page_same_filled scan (as measured, `same_scan`), try_to_unmap's PTE clear and
     // its local flush (x86); of a read of an empty block: the fill (charged as the scan)
     let flush_one_ps = base.costs.tlb_flush_local_one_ns as f64 * 1000.0;
+    let page_free_ps = base.costs.page_alloc_ns as f64 * 1000.0;
     let ns = |ps: f64| ps / 1000.0;
     let candidates = [
         derive(raw, "fault_entry_ns", &["read_fault"], |v| ns(v[0] - pte_ps),
@@ -327,6 +329,11 @@ fn costs(raw: &BTreeMap<String, Vec<u64>>, base: &HwProfile) -> Vec<Measured> {
         derive(raw, "zram_page_read_ns", &["zram_read_4k", "zram_read_64k", "same_scan"],
             |v| ns(per_page_ps(v[0], v[1]) - v[2]),
             "O_DIRECT reads of 64 MiB of empty zram blocks (filled as same-filled pages are) as 64 KiB and as 4 KiB requests, per 4 KiB: (16 t64K - t4K) / 15, minus the measured zram_same_page_ns; includes pinning the user page for O_DIRECT, not the slot's free notification after a swap-in"),
+        derive(raw, "split_subpage_ns", &["thp_split_data"], |v| ns(v[0] - 2.0 * pte_ps),
+            "splits of 256 MiB of PMD THPs (each by MADV_COLD of its last 4 KiB, split_folio on the LRU) whose every subpage starts with a non-zero word, per 4 KiB, minus twice the base profile's pte_update_ns (the model's PTE clear and restore); the per-folio work (PMD split, unmap, one flush) amortised over 512"),
+        derive(raw, "split_zero_subpage_ns", &["thp_split_zero", "thp_split_data", "same_scan"],
+            |v| ns(v[0] - v[1] - v[2] - page_free_ps),
+            "the same splits of zero-filled THPs (v6.12+ maps each subpage to the shared zero page and frees it) minus those of THPs whose subpages are not zero, per 4 KiB, minus the zero test (the measured zram_same_page_ns, a full-page scan) and the base profile's page_alloc_ns (the free): the zero-page PTE, the mm counter, the memcg uncharge and the LRU removal"),
         flush_ipi(raw),
     ];
     candidates.into_iter().flatten().collect()
@@ -559,6 +566,7 @@ fn measure_all(
             ("word_write", RESIDENT_PAGES),
             ("touch", RESIDENT_PAGES),
             ("same_scan", FAULT_PAGES),
+            ("thp_split", RESIDENT_PAGES),
             ("mprotect_local", MPROTECT_CALLS),
             ("mprotect_remote", MPROTECT_CALLS),
         ],
@@ -648,6 +656,28 @@ mod tests {
         assert_eq!(cost("zram_same_page_ns").unwrap().median, 120);
         // nothing else was measured
         assert_eq!(measured.len(), 3);
+    }
+
+    #[test]
+    fn split_costs_come_from_splits_of_zero_filled_and_written_thps() {
+        let base = hw::profile("x86-server").unwrap();
+        let c = &base.costs;
+        // kept: 200 ns a subpage besides the PTE clear and restore; dropped: the 150 ns scan,
+        // the free, and 300 ns more
+        let kept_ns = 200 + 2 * c.pte_update_ns;
+        let dropped_ns = kept_ns + 150 + c.page_alloc_ns + 300;
+        let raw: BTreeMap<String, Vec<u64>> = [
+            ("thp_split_data", kept_ns * 1000),
+            ("thp_split_zero", dropped_ns * 1000),
+            ("same_scan", 150_000),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), vec![v, v, v]))
+        .collect();
+        let measured = costs(&raw, &base);
+        let cost = |name: &str| measured.iter().find(|m| m.cost == name).map(|m| m.spread);
+        assert_eq!(cost("split_subpage_ns").unwrap().median, 200);
+        assert_eq!(cost("split_zero_subpage_ns").unwrap().median, 300);
     }
 
     #[test]
