@@ -31,6 +31,11 @@
  *                alone, or while a thread of the same process runs on another CPU (whose TLB
  *                must then be flushed by IPI); ps per mprotect call, and for the remote one
  *                mprotect_remote_ipis_per_million: flush IPIs that CPU received per 10^6 calls
+ *   thp_split    splits PAGES 4 KiB of PMD THPs, each by MADV_COLD of its last 4 KiB (a range
+ *                that does not cover the PMD splits the folio, madvise_cold_or_pageout_pte_range),
+ *                once with every subpage zero-filled (v6.12+ maps each to the shared zero page
+ *                and frees it: thp_split_zero) and once with every subpage's first word written
+ *                (each stays mapped: thp_split_data); ps per 4 KiB
  */
 #include "bench.h"
 
@@ -440,6 +445,52 @@ static void zram_read(uint64_t pages, const char *dev)
 	close(fd);
 }
 
+/*
+ * The splits of thp_split: PMD THPs faulted in (their subpages left zero-filled, or `data`: each
+ * subpage's first word written, so that a zero test stops at once), then each split by MADV_COLD
+ * of its last 4 KiB, timed by this thread's CPU time (the split runs in the caller). Checked with
+ * smaps_rollup: every 2 MiB a THP before and none after, and for zero-filled subpages, less than
+ * 5 % left anonymous (the rest mapped to the shared zero page).
+ */
+static void thp_split_one(uint64_t pages, int data, const char *name)
+{
+	uint64_t size = (pages * PAGE_BYTES + PMD_BYTES - 1) & ~(PMD_BYTES - 1), start, elapsed;
+	char *mem;
+
+	prewarm(size, 1);
+	mem = map_aligned(size);
+	if (madvise(mem, size, MADV_HUGEPAGE)) {
+		skip(name, "madvise(MADV_HUGEPAGE)-failed");
+		return;
+	}
+	for (uint64_t off = 0; off < size; off += PMD_BYTES)
+		mem[off] = 0;
+	if (data)
+		for (uint64_t off = 0; off < size; off += PAGE_BYTES)
+			*(uint64_t *)(mem + off) = off + 1;
+	if (rollup_kb("AnonHugePages") * 1024 < size) {
+		skip(name, "not-every-fault-got-a-PMD-THP");
+		return;
+	}
+	start = cpu_ns();
+	for (uint64_t off = PMD_BYTES - PAGE_BYTES; off < size; off += PMD_BYTES)
+		if (madvise(mem + off, PAGE_BYTES, MADV_COLD)) {
+			skip(name, "madvise(MADV_COLD)-failed");
+			return;
+		}
+	elapsed = cpu_ns() - start;
+	if (rollup_kb("AnonHugePages") > 0) {
+		skip(name, "a-THP-was-not-split");
+		return;
+	}
+	if (!data && rollup_kb("Anonymous") * 1024 > size / 20) {
+		skip(name, "zero-filled-subpages-stayed-mapped-(no-zero-page-remap-before-v6.12)");
+		return;
+	}
+	result(name, elapsed, size / PAGE_BYTES);
+	unmap_aligned(mem, size);
+}
+
 /* Flush IPIs CPU `cpu` has received: its column of the TLB row of /proc/interrupts (x86). */
 static int64_t tlb_ipis(int cpu)
 {
@@ -558,7 +609,10 @@ int main(int argc, char **argv)
 		zram_read(pages, argc > 4 ? argv[4] : NULL);
 	else if (!strcmp(argv[1], "pageout_same_64k"))
 		pageout_mthp(pages, 64, "pageout_same_64k", "swapin_same_64k");
-	else if (!strcmp(argv[1], "mprotect_local"))
+	else if (!strcmp(argv[1], "thp_split")) {
+		thp_split_one(pages, 0, "thp_split_zero");
+		thp_split_one(pages, 1, "thp_split_data");
+	} else if (!strcmp(argv[1], "mprotect_local"))
 		mprotect_bench("mprotect_local", pages, -1);
 	else if (!strcmp(argv[1], "mprotect_remote")) {
 		if (ncpu < 2) {

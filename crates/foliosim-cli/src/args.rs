@@ -239,9 +239,18 @@ pub struct CalibrateArgs {
     /// the profile the costs not measured here come from: a bundled name or a .toml file
     #[arg(long, value_name = "NAME|FILE", default_value = "x86-server")]
     pub base: String,
-    /// runs of each microbenchmark (after one warm-up run): the profile gives their median
-    #[arg(long, value_name = "N", default_value_t = 5, value_parser = parse_positive)]
+    /// runs of each microbenchmark (after one warm-up run): the profile gives their median and
+    /// min-max (with 9, the min-max holds the median of the cost's distribution with 99.6 %
+    /// probability)
+    #[arg(long, value_name = "N", default_value_t = 9, value_parser = parse_positive)]
     pub runs: u64,
+    /// start only when the 1-minute load average is at most this (other tasks' load changes
+    /// the costs)
+    #[arg(long, value_name = "LOAD", default_value_t = 0.5)]
+    pub max_load: f64,
+    /// how long to wait for the load average to fall before refusing (exit 2)
+    #[arg(long, value_name = "SECONDS", default_value_t = 600)]
+    pub wait_idle: u64,
 }
 
 fn parse_seed(value: &str) -> Result<u64, String> {

@@ -1,6 +1,7 @@
 //! `foliosim calibrate`: measures this machine's values for the costs the model charges most
 //! (fault entry, zeroing, copy-on-write, user stores and accesses, zram compression and
-//! decompression, zram's own work per 4 KiB page, remote TLB flushes) with kernel-bench/calibrate.c, and writes a hardware
+//! decompression, zram's own work per 4 KiB page, a THP split per subpage kept and dropped,
+//! remote TLB flushes) with kernel-bench/calibrate.c, and writes a hardware
 //! profile: each measured cost with its median and spread, the rest from a base profile.
 //!
 //! Every measurement is a differential where the kernel does not let one cost be timed alone
@@ -9,20 +10,31 @@
 //! benchmark runs once unrecorded first: this machine is a VM whose fresh guest memory costs
 //! host faults on first touch, which a warm-up takes out. What it changes (THP `enabled` when
 //! `never`, zswap off, one zram swap device, the mTHP sizes' `enabled` for the 64 KiB swap
-//! benchmark) is recorded in a live session and undone after
+//! benchmark, free page reporting's order) is recorded in a live session and undone after
 //! success, failure or a signal.
+//!
+//! Two calibrations must give the same costs within their spreads, so the conditions that move
+//! them are held for the whole run: free page reporting off and the memory touched once (as
+//! kernel-run and validate do, live/page_reporting.rs: on a VM, memory the host took back costs
+//! host faults on the next touch), an idle machine (the load average at the start, and what
+//! other tasks used of the CPUs in each round, a busy round being measured again; see
+//! calibrate_load.rs), each benchmark pinned to one CPU (the flush IPI's other thread to the
+//! other CPU, which must then receive an IPI for nearly every call). Each cost's source says
+//! under which conditions it was measured.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::time::{Duration, Instant};
 
 use foliosim::machine::hw::{self, HwProfile};
 
 use crate::args::CalibrateArgs;
+use crate::calibrate_load::{self, cpu_ticks, others_cpus};
 use crate::calibrate_profile::{profile_text, spread, Measured, Origin};
 use crate::live::knobs::Change;
 use crate::live::session::Session;
-use crate::live::{signal, sys, zram};
+use crate::live::{page_reporting, signal, sys, zram};
 use crate::output::write_atomically;
 use crate::Failure;
 
@@ -33,6 +45,18 @@ const RESIDENT_PAGES: u64 = 65_536;
 const MPROTECT_CALLS: u64 = 100_000;
 const ZRAM_BYTES: u64 = 512 << 20;
 const THP_ENABLED: &str = "/sys/kernel/mm/transparent_hugepage/enabled";
+/// What the benchmarks use at most at once (the 512 MiB zram device's stored pages, 256 MiB
+/// resident buffers, a fault benchmark's pre-warm), with room: touched and freed once before
+/// them, so that the host backs what they are given.
+const PREFAULT_BYTES: u64 = 2 << 30;
+/// A round during which other tasks kept more than this share of one CPU busy is measured
+/// again (at most [`MAX_REDOS`] times): their turns on the CPUs and their memory traffic are
+/// not this machine's costs.
+const MAX_OTHERS_CPUS: f64 = 0.25;
+const MAX_REDOS: u32 = 3;
+/// The share of `mprotect` calls that must send a flush IPI for a run of the remote benchmark to
+/// measure one: fewer means the spinning thread was off its CPU (another task ran there).
+const MIN_IPIS_PER_CALL: f64 = 0.9;
 
 /// Set to anything, calibrate behaves as on a kernel without zram (for the CLI test as root).
 pub const FAKE_NO_ZRAM_ENV: &str = "FOLIOSIM_CALIBRATE_FAKE_NO_ZRAM";
@@ -142,16 +166,24 @@ fn bench(
 }
 
 /// Runs `benches` (name, units) `runs` times, interleaved, each once before unrecorded, with
-/// the zram `device` where given; returns every result name's values in picoseconds.
+/// the zram `device` where given; returns every result name's values in picoseconds. A round
+/// during which other tasks kept more than [`MAX_OTHERS_CPUS`] of a CPU busy is measured again,
+/// at most [`MAX_REDOS`] times; what others used in each kept round is pushed to `others`.
 fn measure(
     bin: &Path,
     benches: &[(&str, u64)],
     runs: u64,
     cpu: u32,
     device: Option<&Path>,
+    others: &mut Vec<f64>,
 ) -> Result<BTreeMap<String, Vec<u64>>, Failure> {
     let mut all: BTreeMap<String, Vec<u64>> = BTreeMap::new();
-    for round in 0..=runs {
+    let mut redos = 0;
+    let mut round = 0;
+    while round <= runs {
+        let before = cpu_ticks();
+        let start = Instant::now();
+        let mut this_round: Vec<(String, u64)> = Vec::new();
         for (name, units) in benches {
             if let Some(sig) = signal::pending() {
                 return Err(Failure::Live {
@@ -159,17 +191,30 @@ fn measure(
                     status: 128 + sig,
                 });
             }
-            let results = bench(bin, name, *units, cpu, device)?;
-            if round == 0 {
-                continue;
-            }
-            for (k, v) in results {
-                all.entry(k).or_default().push(v);
-            }
+            this_round.extend(bench(bin, name, *units, cpu, device)?);
         }
-        if round > 0 {
-            eprintln!("  round {round}/{runs} done");
+        if round == 0 {
+            round += 1;
+            continue;
         }
+        let used = match (before, cpu_ticks()) {
+            (Some(b), Some(a)) => others_cpus(b, a, start.elapsed()),
+            _ => 0.0,
+        };
+        if used > MAX_OTHERS_CPUS && redos < MAX_REDOS {
+            redos += 1;
+            eprintln!(
+                "  round {round}/{runs}: other tasks used {used:.2} CPUs (more than \
+                 {MAX_OTHERS_CPUS}): measured again ({redos} of at most {MAX_REDOS})"
+            );
+            continue;
+        }
+        for (k, v) in this_round {
+            all.entry(k).or_default().push(v);
+        }
+        others.push(used);
+        eprintln!("  round {round}/{runs} done (other tasks used {used:.2} CPUs)");
+        round += 1;
     }
     Ok(all)
 }
@@ -259,6 +304,7 @@ fn costs(raw: &BTreeMap<String, Vec<u64>>, base: &HwProfile) -> Vec<Measured> {
     // work: the page_same_filled scan (as measured, `same_scan`), try_to_unmap's PTE clear and
     // its local flush (x86); of a read of an empty block: the fill (charged as the scan)
     let flush_one_ps = base.costs.tlb_flush_local_one_ns as f64 * 1000.0;
+    let page_free_ps = base.costs.page_alloc_ns as f64 * 1000.0;
     let ns = |ps: f64| ps / 1000.0;
     let candidates = [
         derive(raw, "fault_entry_ns", &["read_fault"], |v| ns(v[0] - pte_ps),
@@ -283,10 +329,57 @@ fn costs(raw: &BTreeMap<String, Vec<u64>>, base: &HwProfile) -> Vec<Measured> {
         derive(raw, "zram_page_read_ns", &["zram_read_4k", "zram_read_64k", "same_scan"],
             |v| ns(per_page_ps(v[0], v[1]) - v[2]),
             "O_DIRECT reads of 64 MiB of empty zram blocks (filled as same-filled pages are) as 64 KiB and as 4 KiB requests, per 4 KiB: (16 t64K - t4K) / 15, minus the measured zram_same_page_ns; includes pinning the user page for O_DIRECT, not the slot's free notification after a swap-in"),
-        derive(raw, "tlb_flush_ipi_send_ns", &["mprotect_remote", "mprotect_local"], |v| ns(v[0] - v[1]),
-            "mprotect of one page while a thread of the process runs on the other CPU minus without it: the flush IPI sent and waited for"),
+        derive(raw, "split_subpage_ns", &["thp_split_data"], |v| ns(v[0] - 2.0 * pte_ps),
+            "splits of 256 MiB of PMD THPs (each by MADV_COLD of its last 4 KiB, split_folio on the LRU) whose every subpage starts with a non-zero word, per 4 KiB, minus twice the base profile's pte_update_ns (the model's PTE clear and restore); the per-folio work (PMD split, unmap, one flush) amortised over 512"),
+        derive(raw, "split_zero_subpage_ns", &["thp_split_zero", "thp_split_data", "same_scan"],
+            |v| ns(v[0] - v[1] - v[2] - page_free_ps),
+            "the same splits of zero-filled THPs (v6.12+ maps each subpage to the shared zero page and frees it) minus those of THPs whose subpages are not zero, per 4 KiB, minus the zero test (the measured zram_same_page_ns, a full-page scan) and the base profile's page_alloc_ns (the free): the zero-page PTE, the mm counter, the memcg uncharge and the LRU removal"),
+        flush_ipi(raw),
     ];
     candidates.into_iter().flatten().collect()
+}
+
+/// `tlb_flush_ipi_send_ns` from the runs in which the other CPU received a flush IPI for at
+/// least [`MIN_IPIS_PER_CALL`] of the calls (x86 flushes on every change of _PAGE_RW, so each
+/// call sends one while the spinning thread is on its CPU): the difference per call divided by
+/// the IPIs per call. None (noted) when no run qualifies: the other CPU was not the benchmark's.
+fn flush_ipi(raw: &BTreeMap<String, Vec<u64>>) -> Option<Measured> {
+    let remote = raw.get("mprotect_remote")?;
+    let local = raw.get("mprotect_local")?;
+    let ipis = raw.get("mprotect_remote_ipis_per_million")?;
+    let runs = remote.len().min(local.len()).min(ipis.len());
+    let per_call: Vec<f64> = ipis[..runs].iter().map(|&i| i as f64 / 1e6).collect();
+    let values: Vec<i64> = (0..runs)
+        .filter(|&r| per_call[r] >= MIN_IPIS_PER_CALL)
+        .map(|r| ((remote[r] as f64 - local[r] as f64) / 1000.0 / per_call[r]).round() as i64)
+        .collect();
+    let shares: Vec<String> = per_call.iter().map(|p| format!("{p:.2}")).collect();
+    eprintln!(
+        "  flush IPIs per mprotect call, by run: {}",
+        shares.join(", ")
+    );
+    let Some(spread) = spread(&values) else {
+        eprintln!(
+            "  tlb_flush_ipi_send_ns: no run sent a flush IPI for {MIN_IPIS_PER_CALL} of its \
+             calls (the spinning thread was off the other CPU): taken from the base profile"
+        );
+        return None;
+    };
+    if spread.median < 0 {
+        return None;
+    }
+    Some(Measured {
+        cost: "tlb_flush_ipi_send_ns",
+        spread,
+        how: format!(
+            "mprotect of one page (100,000 calls) while a thread of the process spins on the other \
+             CPU minus without it, divided by the flush IPIs that CPU received per call \
+             (/proc/interrupts' TLB row); the {} of {runs} runs in which at least {:.0} % of the \
+             calls sent one: the flush IPI sent and waited for",
+            spread.runs,
+            MIN_IPIS_PER_CALL * 100.0
+        ),
+    })
 }
 
 /// `foliosim calibrate`.
@@ -312,8 +405,11 @@ pub fn calibrate(args: &CalibrateArgs) -> Result<(), Failure> {
     let cpu = cpus.saturating_sub(1);
 
     let handlers = signal::Handlers::install();
+    let load_at_start =
+        calibrate_load::wait_until_idle(args.max_load, Duration::from_secs(args.wait_idle))?;
     let mut session = Session::new();
-    let result = measure_all(&bin, args.runs, cpu, &mut session);
+    let mut conditions = vec![format!("load average {load_at_start:.2} at the start")];
+    let result = measure_all(&bin, args.runs, cpu, &mut session, &mut conditions);
     let cleanup = session.cleanup();
     drop(handlers);
     if let Err(errors) = cleanup {
@@ -332,10 +428,13 @@ pub fn calibrate(args: &CalibrateArgs) -> Result<(), Failure> {
     }
     print_fault_scaling(&raw);
     let measured = costs(&raw, &base);
+    let conditions = conditions.join(", ");
+    eprintln!("calibrate: conditions: {conditions}");
     let origin = Origin {
         host: &host_name(),
         date: &today(),
         base_name: &base.costs.name,
+        conditions: &conditions,
     };
     let text = profile_text(&base, &measured, &origin);
     for m in &measured {
@@ -398,11 +497,14 @@ fn only_mthp_size(session: &mut Session, size: &str) -> Result<(), Failure> {
     Ok(())
 }
 
+/// The benchmarks under the session's knobs; `conditions` gets one phrase for each condition
+/// held (page reporting, the pre-touch, the CPUs, what other tasks used).
 fn measure_all(
     bin: &Path,
     runs: u64,
     cpu: u32,
     session: &mut Session,
+    conditions: &mut Vec<String>,
 ) -> Result<BTreeMap<String, Vec<u64>>, Failure> {
     // THP `never` refuses MADV_HUGEPAGE; `madvise` or `always` both give it a THP
     if let Some(now) = sys::read(THP_ENABLED).map(|t| sys::knob_value(&t)) {
@@ -427,6 +529,32 @@ fn measure_all(
             session.set_knob(&change).map_err(failed)?;
         }
     }
+    // after the THP knob (the touch takes THPs, so order-9 blocks come back backed) and before
+    // the zram device (so that the touch cannot push others' memory to it), as kernel-run does
+    if let Some(hold) = page_reporting::hold_off_here(session) {
+        conditions.push(hold.describe());
+    }
+    if sys::virtio_balloon() {
+        match page_reporting::prefault_for_calibration(PREFAULT_BYTES).map_err(failed)? {
+            Some((bytes, per_4k_ns)) => {
+                eprintln!(
+                    "  prefault: {} MiB touched and freed ({per_4k_ns} ns per 4 KiB), so the host \
+                     backs the benchmarks' memory",
+                    bytes >> 20
+                );
+                conditions.push(format!(
+                    "{} MiB touched and freed first ({per_4k_ns} ns per 4 KiB)",
+                    bytes >> 20
+                ));
+            }
+            None => eprintln!("  prefault: no memory to spare, not made"),
+        }
+    }
+    conditions.push(format!(
+        "each benchmark pinned to CPU {cpu} (sched_setaffinity; the flush IPI's spinning thread \
+         to the next CPU)"
+    ));
+    let mut others = Vec::new();
     eprintln!("calibrate: CPU-side costs, {runs} runs after a warm-up (pinned to CPU {cpu})");
     let mut raw = measure(
         bin,
@@ -438,12 +566,14 @@ fn measure_all(
             ("word_write", RESIDENT_PAGES),
             ("touch", RESIDENT_PAGES),
             ("same_scan", FAULT_PAGES),
+            ("thp_split", RESIDENT_PAGES),
             ("mprotect_local", MPROTECT_CALLS),
             ("mprotect_remote", MPROTECT_CALLS),
         ],
         runs,
         cpu,
         None,
+        &mut others,
     )?;
     let (z, algorithm) = session
         .add_zram_swap(ZRAM_BYTES, 32767, false)
@@ -466,8 +596,14 @@ fn measure_all(
         runs,
         cpu,
         Some(&z.dev()),
+        &mut others,
     )?;
     raw.extend(swap);
+    let most = others.iter().copied().fold(0.0, f64::max);
+    conditions.push(format!(
+        "other tasks used at most {most:.2} CPUs in a round (rounds above {MAX_OTHERS_CPUS} \
+         measured again)"
+    ));
     Ok(raw)
 }
 
@@ -520,5 +656,63 @@ mod tests {
         assert_eq!(cost("zram_same_page_ns").unwrap().median, 120);
         // nothing else was measured
         assert_eq!(measured.len(), 3);
+    }
+
+    #[test]
+    fn split_costs_come_from_splits_of_zero_filled_and_written_thps() {
+        let base = hw::profile("x86-server").unwrap();
+        let c = &base.costs;
+        // kept: 200 ns a subpage besides the PTE clear and restore; dropped: the 150 ns scan,
+        // the free, and 300 ns more
+        let kept_ns = 200 + 2 * c.pte_update_ns;
+        let dropped_ns = kept_ns + 150 + c.page_alloc_ns + 300;
+        let raw: BTreeMap<String, Vec<u64>> = [
+            ("thp_split_data", kept_ns * 1000),
+            ("thp_split_zero", dropped_ns * 1000),
+            ("same_scan", 150_000),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), vec![v, v, v]))
+        .collect();
+        let measured = costs(&raw, &base);
+        let cost = |name: &str| measured.iter().find(|m| m.cost == name).map(|m| m.spread);
+        assert_eq!(cost("split_subpage_ns").unwrap().median, 200);
+        assert_eq!(cost("split_zero_subpage_ns").unwrap().median, 300);
+    }
+
+    #[test]
+    fn the_flush_ipi_comes_from_runs_where_nearly_every_call_sent_one() {
+        let raw: BTreeMap<String, Vec<u64>> = [
+            (
+                "mprotect_local",
+                vec![1_000_000, 1_000_000, 1_000_000, 1_000_000],
+            ),
+            (
+                "mprotect_remote",
+                vec![8_000_000, 7_300_000, 2_000_000, 7_000_000],
+            ),
+            // the third run's spinning thread was mostly off its CPU
+            (
+                "mprotect_remote_ipis_per_million",
+                vec![1_000_000, 900_000, 150_000, 1_000_000],
+            ),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v))
+        .collect();
+        let m = flush_ipi(&raw).expect("three runs qualify");
+        // 7,000, 6,300 / 0.9 = 7,000 and 6,000 ns per IPI
+        assert_eq!(
+            (m.spread.median, m.spread.min, m.spread.max),
+            (7_000, 6_000, 7_000)
+        );
+        assert_eq!(m.spread.runs, 3);
+        assert!(m.how.contains("3 of 4 runs"), "{}", m.how);
+        let mut busy = raw.clone();
+        busy.insert(
+            "mprotect_remote_ipis_per_million".into(),
+            vec![100_000, 80_000, 150_000, 50_000],
+        );
+        assert_eq!(flush_ipi(&busy), None);
     }
 }

@@ -50,6 +50,9 @@ pub struct Origin<'a> {
     pub host: &'a str,
     pub date: &'a str,
     pub base_name: &'a str,
+    /// What held the measurements' conditions (page reporting, the pre-touch, the machine's
+    /// load, the CPUs): appended to every measured cost's source.
+    pub conditions: &'a str,
 }
 
 /// A TOML basic string: JSON's string escapes are all valid in TOML.
@@ -84,8 +87,18 @@ pub fn profile_text(base: &HwProfile, measured: &[Measured], origin: &Origin) ->
             Some(m) => (
                 m.spread.median as u64,
                 format!(
-                    "measured by foliosim calibrate on {}, {}, median of {}, spread {}-{}: {}",
-                    origin.host, origin.date, m.spread.runs, m.spread.min, m.spread.max, m.how
+                    "measured by foliosim calibrate on {}, {}, median of {}, spread {}-{}: {}{}",
+                    origin.host,
+                    origin.date,
+                    m.spread.runs,
+                    m.spread.min,
+                    m.spread.max,
+                    m.how,
+                    if origin.conditions.is_empty() {
+                        String::new()
+                    } else {
+                        format!("; conditions: {}", origin.conditions)
+                    }
                 ),
             ),
             None => (
@@ -141,6 +154,7 @@ mod tests {
             host: "box",
             date: "2026-11-24",
             base_name: "x86-server",
+            conditions: "page reporting held off",
         };
         let text = profile_text(&base, &measured, &origin);
         let p = HwProfile::parse(&text).expect("the written profile parses");
@@ -151,7 +165,7 @@ mod tests {
         assert_eq!(
             p.source("zero_page_ns").unwrap(),
             "measured by foliosim calibrate on box, 2026-11-24, median of 3, spread 329-340: \
-             a \"THP\" fault per 4 KiB\nwith a backslash \\"
+             a \"THP\" fault per 4 KiB\nwith a backslash \\; conditions: page reporting held off"
         );
         // every cost not measured keeps the base's value, its source marked
         for (field, value) in p.costs.values() {

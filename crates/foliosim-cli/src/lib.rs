@@ -7,6 +7,7 @@
 
 pub mod args;
 mod calibrate;
+mod calibrate_load;
 mod calibrate_profile;
 pub mod dry_run;
 mod explain_time;

@@ -81,8 +81,8 @@ fn a_bad_base_profile_exits_2_naming_it() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-/// What calibrate may change and must restore: swap areas, zram devices, THP (every size's) and
-/// zswap knobs.
+/// What calibrate may change and must restore: swap areas, zram devices, THP (every size's),
+/// zswap and page reporting knobs.
 fn machine_state() -> Vec<String> {
     let read = |p: &str| std::fs::read_to_string(p).unwrap_or_default();
     let mut zram: Vec<String> = std::fs::read_dir("/sys/block")
@@ -108,6 +108,7 @@ fn machine_state() -> Vec<String> {
         zram.join(","),
         read("/sys/kernel/mm/transparent_hugepage/enabled"),
         read("/sys/module/zswap/parameters/enabled"),
+        read("/sys/module/page_reporting/parameters/page_reporting_order"),
     ];
     for size in mthp_sizes {
         state.push(read(&format!(
@@ -123,7 +124,7 @@ fn calibrate_live_writes_a_profile_that_parses_and_restores_the_machine() {
     let file = dir.join("this-host.toml");
     let before = machine_state();
     let out = foliosim()
-        .args(["calibrate", "--runs", "1", "-o"])
+        .args(["calibrate", "--runs", "1", "--wait-idle", "0", "-o"])
         .arg(&file)
         .output()
         .unwrap();

@@ -181,3 +181,57 @@ fn write_touches_pay_for_the_words_they_store() {
     );
     assert_eq!(user_ns("write", "zero") - read, pages * (word_ps / 1000));
 }
+
+/// A split charges `split_zero_subpage_ns` once for each zero-filled subpage it drops, both
+/// where v6.12+ maps the shared zero page in its place and where `+thp_zero_split` unmaps it, and
+/// nothing for a subpage it keeps.
+#[test]
+fn each_dropped_zero_subpage_pays_its_own_split_cost() {
+    let dir = std::env::temp_dir().join(format!("foliosim-tb-split-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let profile = foliosim::machine::hw::bundled_text("x86-server").unwrap();
+    let at = profile.find("[cost.split_zero_subpage_ns]").unwrap();
+    let value = at + profile[at..].find("value = 0\n").unwrap();
+    let dear = format!(
+        "{}value = 1000\n{}",
+        &profile[..value],
+        &profile[value + "value = 0\n".len()..]
+    );
+    std::fs::write(dir.join("dear.toml"), dear).unwrap();
+    let bundled_path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../scenarios/thp-zero-subpage.toml");
+    let text = std::fs::read_to_string(bundled_path)
+        .unwrap()
+        .replace("size = \"10G\"", "size = \"64M\"");
+    let load = |hardware: &str| {
+        let file = dir.join(format!("t-{}.toml", hardware.replace('.', "-")));
+        std::fs::write(
+            &file,
+            text.replace(
+                "hardware = \"x86-server\"",
+                &format!("hardware = \"{hardware}\""),
+            ),
+        )
+        .unwrap();
+        Scenario::load(&file).unwrap()
+    };
+    let (cheap, dear) = (load("x86-server"), load("dear.toml"));
+    for profile in ["v6.18", "v6.9+thp_zero_split"] {
+        for (variant, dropped) in [("zram-best", 32 * 511), ("zram-worst", 0)] {
+            let b = run(&cheap, profile, Some(variant));
+            let d = run(&dear, profile, Some(variant));
+            let (b, d) = (&b.tasks[0], &d.tasks[0]);
+            assert_eq!(
+                breakdown(d, TimeKind::Split) - breakdown(b, TimeKind::Split),
+                dropped * 1000,
+                "{profile} {variant}"
+            );
+            for kind in TimeKind::ALL {
+                if kind != TimeKind::Split {
+                    assert_eq!(breakdown(d, kind), breakdown(b, kind), "{}", kind.name());
+                }
+            }
+        }
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}

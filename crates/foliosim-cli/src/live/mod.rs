@@ -21,7 +21,7 @@ pub mod bench;
 pub mod cgroup;
 mod figures;
 pub mod knobs;
-mod page_reporting;
+pub(crate) mod page_reporting;
 mod play;
 mod preflight;
 pub mod session;

@@ -39,7 +39,7 @@ pub const PARAMETERS_DIR: &str = "/sys/module/page_reporting/parameters";
 const DEFAULT_NR_PAGE_ORDERS: u32 = 11;
 
 /// What the run did to page reporting; read again at the run's end.
-pub(super) struct Hold {
+pub(crate) struct Hold {
     pub(super) change: Change,
     /// Whether no order is left to report (false: the kernel refused NR_PAGE_ORDERS).
     pub(super) reports_nothing: bool,
@@ -124,9 +124,26 @@ pub(super) fn hold_off(
     }))
 }
 
+impl Hold {
+    /// One phrase for a calibrated profile's sources: the parameter and what it was raised to.
+    pub(crate) fn describe(&self) -> String {
+        format!(
+            "free page reporting held off ({} {} -> {}{})",
+            self.change.path,
+            self.change.before,
+            self.change.value,
+            if self.reports_nothing {
+                ""
+            } else {
+                ", blocks of the largest order still reported"
+            }
+        )
+    }
+}
+
 /// Raises the running kernel's page reporting order for the session and prints the one-line
 /// note; a run that cannot (a read-only /sys) goes on without, and says so.
-pub(super) fn hold_off_here(session: &mut Session) -> Option<Hold> {
+pub(crate) fn hold_off_here(session: &mut Session) -> Option<Hold> {
     let nr_orders = read("/proc/buddyinfo")
         .and_then(|t| nr_page_orders(&t))
         .unwrap_or(DEFAULT_NR_PAGE_ORDERS);
@@ -200,7 +217,7 @@ pub(super) fn prefault(scenario: &Scenario) -> Result<Value, LiveError> {
         return Ok(json!({ "bytes": 0 }));
     }
     let start = Instant::now();
-    touch_and_free(bytes)?;
+    touch_and_free(bytes, false)?;
     let elapsed_ns = start.elapsed().as_nanos() as u64;
     let per_4k_ns = elapsed_ns / (bytes / 4096);
     eprintln!(
@@ -217,10 +234,30 @@ pub(super) fn prefault(scenario: &Scenario) -> Result<Value, LiveError> {
     }))
 }
 
-/// One private anonymous mapping, written page by page (MADV_POPULATE_WRITE, v5.14+, faults it
-/// all in and clears each page; a store per page where the kernel lacks it), then unmapped. In
-/// 256 MiB steps, so that a signal stops it.
-fn touch_and_free(bytes: u64) -> Result<(), LiveError> {
+/// Touches and frees up to `want_bytes` (in whole 2 MiB, as THPs where the THP mode gives
+/// MADV_HUGEPAGE mappings them), capped as [`prefault_bytes`] caps a run's: for a calibration,
+/// whose benchmarks then get pages the host backs. Returns the bytes touched and the CPU time
+/// per 4 KiB (ns), or None when nothing could be.
+pub(crate) fn prefault_for_calibration(want_bytes: u64) -> Result<Option<(u64, u64)>, String> {
+    let (available, total) = meminfo();
+    let room = available.saturating_sub(total / 8);
+    let bytes = want_bytes.min(room) & !((2 << 20) - 1);
+    if bytes == 0 {
+        return Ok(None);
+    }
+    let start = Instant::now();
+    touch_and_free(bytes, true).map_err(|e| match e {
+        LiveError::Interrupted(sig) => format!("interrupted by {}", super::signal::name(sig)),
+        LiveError::Unsupported(m) | LiveError::Failed(m) | LiveError::Dirty(m) => m,
+    })?;
+    let per_4k_ns = start.elapsed().as_nanos() as u64 / (bytes / 4096);
+    Ok(Some((bytes, per_4k_ns)))
+}
+
+/// One private anonymous mapping (MADV_HUGEPAGE when `huge`), written page by page
+/// (MADV_POPULATE_WRITE, v5.14+, faults it all in and clears each page; a store per page where
+/// the kernel lacks it), then unmapped. In 256 MiB steps, so that a signal stops it.
+fn touch_and_free(bytes: u64, huge: bool) -> Result<(), LiveError> {
     use rustix::mm::{madvise, mmap_anonymous, munmap, Advice, MapFlags, ProtFlags};
     const STEP_BYTES: usize = 256 << 20;
     let len = bytes as usize;
@@ -234,6 +271,10 @@ fn touch_and_free(bytes: u64) -> Result<(), LiveError> {
         )
     }
     .map_err(|e| LiveError::Failed(format!("prefault: cannot map {len} bytes: {e}")))?;
+    if huge {
+        // SAFETY: the mapping made above. THP `never` refuses it: the touch is then in 4 KiB.
+        let _ = unsafe { madvise(base, len, Advice::LinuxHugepage) };
+    }
     let mut result = Ok(());
     for offset in (0..len).step_by(STEP_BYTES) {
         if let Err(e) = check_signal() {

@@ -118,6 +118,10 @@ hw_costs! {
     rmap_walk_ns,
     /// split_huge_page cost per subpage (remap, refcount, LRU insertion).
     split_subpage_ns,
+    /// A split's further work for each zero-filled subpage it drops (v6.12+ maps the shared zero
+    /// page in its place; `+thp_zero_split` unmaps it) beyond the zero test and the free: the
+    /// PTE store, the mm counter, the memcg uncharge and the LRU removal.
+    split_zero_subpage_ns,
     /// Adding a folio to, or moving it on, an LRU list (lru lock hold).
     lru_op_ns,
     /// Buddy allocation or free of one block (rmqueue from the per-CPU lists).

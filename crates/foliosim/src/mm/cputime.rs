@@ -68,7 +68,7 @@ time_kinds! {
     /// rmap walks (folio_referenced, try_to_unmap) and the PTEs they change.
     Rmap = "rmap" ["rmap_walk_ns", "pte_update_ns"],
     /// Splitting large folios.
-    Split = "split" ["split_subpage_ns", "pte_update_ns"],
+    Split = "split" ["split_subpage_ns", "split_zero_subpage_ns", "pte_update_ns"],
     /// Buddy allocations and frees.
     PageAlloc = "page_alloc" ["page_alloc_ns"],
     /// Charging folios to a memcg.

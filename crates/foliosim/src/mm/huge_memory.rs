@@ -175,6 +175,12 @@ impl Kernel {
                 freed.push(i);
             }
         }
+        // what the split does for each dropped subpage besides the zero test and the free (the
+        // zero-page or none PTE, the mm counter, the uncharge, the LRU removal)
+        let dropped_ns = replaced * self.hw.split_zero_subpage_ns;
+        if dropped_ns > 0 {
+            self.spend(super::TimeKind::Split, dropped_ns);
+        }
         (freed, replaced)
     }
 
