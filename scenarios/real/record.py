@@ -7,8 +7,11 @@ For every task of the scenarios (default: scenarios/real/*.toml) that names both
 and a `trace`, runs the command once natively (for its run time) and once under
 `foliosim trace record -o TRACE -- COMMAND...`, with the task's `env` and `cwd` as kernel-run
 uses them (relative `cwd` and `trace` paths are in the scenario's folder), then prints the
-slowdown and `foliosim trace info` of the trace. Make the inputs first
-(scenarios/real/make-inputs.py). Traces are large and are not committed (target/real/).
+slowdown and `foliosim trace info` of the trace. `trace record` also times three native runs
+for the trace's header (the scenarios' `user_time = "native"`): record on an idle machine, since
+other busy CPUs inflate a memory-bound program's user time (xz: 914 ms idle, 1,369 ms beside two
+simulations). Make the inputs first (scenarios/real/make-inputs.py). Traces are large and are
+not committed (target/real/).
 """
 
 import argparse
