@@ -144,6 +144,19 @@ fn a_native_user_time_charges_the_programs_own_time_per_instruction() {
         user(&native) - user(&profile),
         1_000_000 * (500 - profile_ps) / 1000
     );
+    // the measured time includes the program's page walks: the data accesses' TLB misses cost
+    // nothing more (the code pages refilled after a full flush still do)
+    let walks = |r: &foliosim::RunResult| {
+        r.tasks[0]["time_breakdown_ns"]["tlb_miss"]
+            .as_u64()
+            .unwrap()
+    };
+    assert!(
+        walks(&native) < walks(&profile),
+        "{} {}",
+        walks(&native),
+        walks(&profile)
+    );
     // a trace without a native run, or a value of neither kind, is refused naming the key
     let toml = scenario("unmeasured", "native");
     let e = Scenario::load(&toml).unwrap_err().to_string();

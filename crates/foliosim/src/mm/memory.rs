@@ -70,7 +70,9 @@ impl Kernel {
         let pte = self.mms[mm as usize].vmas[vi].ptes[idx];
         let (huge, cont) = (pte & pt::PMD != 0, pte & pt::CONT != 0);
         let walk_ns = self.tlb_access(mm, vpn, huge, cont, write);
-        self.spend(TimeKind::TlbMiss, walk_ns);
+        if !self.tasks[self.current as usize].page_walks_in_user_time {
+            self.spend(TimeKind::TlbMiss, walk_ns);
+        }
         let pte = &mut self.mms[mm as usize].vmas[vi].ptes[idx];
         if pt::is_present(*pte) {
             *pte |= pt::YOUNG;

@@ -44,6 +44,9 @@ pub struct Task {
     pub oom_killed: bool,
     /// Pages (or lookups, or pages read) the task's program has touched so far.
     pub touches: u64,
+    /// The program's user time is its own measured one (a replay with `user_time = "native"`),
+    /// which includes its page walks: a TLB miss of its accesses costs no time of its own.
+    pub page_walks_in_user_time: bool,
     /// CPU time in the program itself, and in the kernel on its behalf (faults, reclaim, syscalls,
     /// waits for synchronous I/O).
     pub user_ns: u64,
@@ -99,6 +102,7 @@ impl Task {
             exit_ns: 0,
             oom_killed: false,
             touches: 0,
+            page_walks_in_user_time: false,
             user_ns: 0,
             sys_ns: 0,
             time: Default::default(),

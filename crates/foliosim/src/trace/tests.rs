@@ -601,7 +601,7 @@ fn a_version_1_trace_reads_without_the_fadvise_tag() {
             advice: 2,
         })]
     );
-    let mut v1 = as_version(&v2, 1);
+    let v1 = as_version(&v2, 1);
     let e = error_of(&v1);
     assert!(
         e.message.contains("expected a record tag (0x00 to 0x0c"),

@@ -505,6 +505,7 @@ impl Workload {
     ) {
         let replay = self.replays.len() as u32;
         let t = k.spawn_process(task.name.clone(), memcg, task.node);
+        k.tasks[t as usize].page_walks_in_user_time = instruction_ps.is_some();
         self.tasks.push(replay_program(replay, 0));
         let mm = k.tasks[t as usize].mm.expect("a process has an mm");
         self.replays.push(Some(Box::new(Replay {
@@ -858,6 +859,7 @@ impl Replay {
         let mm = self.spaces[space].mm;
         let name = format!("{}.{thread}", self.name);
         let id = k.spawn_thread(name, mm, self.node);
+        k.tasks[id as usize].page_walks_in_user_time = self.instruction_ps.is_some();
         let (policy, il_prev) = {
             let p = &k.tasks[parent as usize];
             (p.mempolicy, p.il_prev)
@@ -1029,6 +1031,7 @@ impl Replay {
             Event::Fork { child, .. } => {
                 let name = format!("{}.{child}", self.name);
                 let id = k.fork_task(t, name);
+                k.tasks[id as usize].page_walks_in_user_time = self.instruction_ps.is_some();
                 w.tasks.push(replay_program(
                     w.tasks[t as usize].replay.expect("a replaying task").replay,
                     child,
