@@ -106,10 +106,7 @@ pub(super) fn task_figures(
                 m.insert("name".into(), json!(name));
                 m.insert("exit_ns".into(), json!(t_ns));
                 m.insert("oom_killed".into(), json!(false));
-                if let Some((user_ns, sys_ns)) = r.cpu_ns {
-                    m.insert("user_ns".into(), json!(user_ns));
-                    m.insert("sys_ns".into(), json!(sys_ns));
-                }
+                insert_cpu_ns(&mut m, r.cpu_ns);
                 tasks.push((r.launch.task, m));
             }
             continue;
@@ -122,10 +119,7 @@ pub(super) fn task_figures(
                     m.insert("name".into(), json!(name));
                     m.insert("exit_ns".into(), json!(t_ns));
                     m.insert("oom_killed".into(), json!(true));
-                    if let Some((user_ns, sys_ns)) = r.cpu_ns {
-                        m.insert("user_ns".into(), json!(user_ns));
-                        m.insert("sys_ns".into(), json!(sys_ns));
-                    }
+                    insert_cpu_ns(&mut m, r.cpu_ns);
                     tasks.push((r.launch.task, m));
                 }
             }
@@ -221,5 +215,13 @@ mod tests {
         assert_eq!(iteration_figures(&none)["fallback_pct"], Value::Null);
         let time_only = bench::parse_record("iteration time_ns=9").unwrap();
         assert_eq!(iteration_figures(&time_only).len(), 1);
+    }
+}
+
+/// A command's CPU time (wait4's user and system time), where its process was reaped with it.
+fn insert_cpu_ns(m: &mut Map<String, Value>, cpu_ns: Option<(u64, u64)>) {
+    if let Some((user_ns, sys_ns)) = cpu_ns {
+        m.insert("user_ns".into(), json!(user_ns));
+        m.insert("sys_ns".into(), json!(sys_ns));
     }
 }
