@@ -199,6 +199,14 @@ impl Series {
     }
 }
 
+/// A command's CPU time (wait4's user and system time), where its process was reaped with it.
+fn insert_cpu_ns(m: &mut Map<String, Value>, cpu_ns: Option<(u64, u64)>) {
+    if let Some((user_ns, sys_ns)) = cpu_ns {
+        m.insert("user_ns".into(), json!(user_ns));
+        m.insert("sys_ns".into(), json!(sys_ns));
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -215,13 +223,5 @@ mod tests {
         assert_eq!(iteration_figures(&none)["fallback_pct"], Value::Null);
         let time_only = bench::parse_record("iteration time_ns=9").unwrap();
         assert_eq!(iteration_figures(&time_only).len(), 1);
-    }
-}
-
-/// A command's CPU time (wait4's user and system time), where its process was reaped with it.
-fn insert_cpu_ns(m: &mut Map<String, Value>, cpu_ns: Option<(u64, u64)>) {
-    if let Some((user_ns, sys_ns)) = cpu_ns {
-        m.insert("user_ns".into(), json!(user_ns));
-        m.insert("sys_ns".into(), json!(sys_ns));
     }
 }
