@@ -262,8 +262,9 @@ impl Kernel {
     /// as a sequential read's readahead makes them once its window is full; order 0 without
     /// large folios. Before the run: no counters, no time. A page the node cannot give without
     /// going under its high watermark is left on disk (the kernel would have reclaimed it).
-    /// Returns the pages cached.
-    pub fn filemap_warm(&mut self, file: FileId, node: u32) -> u64 {
+    /// `lru` is the file list they go on (the inactive one for a cache read once, as a node's
+    /// resident `Inactive(file)`, mm/resident_cache.rs). Returns the pages cached.
+    pub fn filemap_warm(&mut self, file: FileId, node: u32, lru: super::vmscan::Lru) -> u64 {
         const ROOT_MEMCG: u16 = 0;
         let f = &self.files[file as usize];
         if f.shmem.is_some() {
@@ -312,9 +313,11 @@ impl Kernel {
                 f.cache[i as usize] = pfn;
             }
             f.nrpages += nr as u64;
-            self.mem.set(pfn, pg::ACTIVE);
+            if lru == super::vmscan::Lru::ActiveFile {
+                self.mem.set(pfn, pg::ACTIVE);
+            }
             let lv = self.lruvec_index(ROOT_MEMCG, node);
-            self.list_add(lv, super::vmscan::Lru::ActiveFile, pfn, false);
+            self.list_add(lv, lru, pfn, false);
             cached += nr as u64;
             index += nr;
         }
@@ -1499,7 +1502,7 @@ ops = [{ op = "sleep", time = "1ms" }]
         // 100 pages, a 128 KiB readahead window: folios of up to 32 pages, aligned, fitting
         let f = new_file(&mut k, 100 * 4096 - 100, 128, true);
         let (clock, free) = (k.clock_ns, k.zones[0].nr_free_pages());
-        assert_eq!(k.filemap_warm(f, 0), 100);
+        assert_eq!(k.filemap_warm(f, 0, Lru::ActiveFile), 100);
         assert_eq!(
             folios(&k, f),
             vec![(0, 5), (32, 5), (64, 5), (96, 2)],
@@ -1517,9 +1520,9 @@ ops = [{ op = "sleep", time = "1ms" }]
         assert_eq!(k.stat.get(Vm::Pgpgin), 0);
         assert_eq!(k.memcgs[0].usage_pages, 100);
         // warming again finds it cached; without large folios, order-0 pages
-        assert_eq!(k.filemap_warm(f, 0), 0);
+        assert_eq!(k.filemap_warm(f, 0, Lru::ActiveFile), 0);
         let g = new_file(&mut k, 3 * 4096, 128, false);
-        assert_eq!(k.filemap_warm(g, 0), 3);
+        assert_eq!(k.filemap_warm(g, 0, Lru::ActiveFile), 3);
         assert_eq!(folios(&k, g), vec![(0, 0), (1, 0), (2, 0)]);
         assert!(
             crate::check::check(&k).is_empty(),

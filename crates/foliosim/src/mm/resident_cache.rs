@@ -17,11 +17,8 @@
 //! cache stops at the zone's high watermark, as a host's cache stops where kswapd keeps it.
 
 use super::filemap::File;
-use super::folio::{content, pg};
 use super::vmscan::Lru;
 use super::Kernel;
-
-const ROOT_MEMCG: u16 = 0;
 
 impl Kernel {
     /// Caches each node's `Active(file)` and `Inactive(file)`, charged to the root cgroup, then
@@ -42,41 +39,15 @@ impl Kernel {
                 if bytes == 0 {
                     continue;
                 }
+                // order-0 folios (a file without large folios), on the root's `lru`, up to the
+                // high watermark
                 let name = format!("resident page cache: node {node} {name}");
-                cached += self.cache_clean_file(File::new(name, bytes, 0, false), node, lru);
+                let file = self.create_file(File::new(name, bytes, 0, false));
+                cached += self.filemap_warm(file, node as u32, lru);
             }
         }
         if cached > 0 {
             self.memcg_stats_flush();
-        }
-        cached
-    }
-
-    /// Creates `file` and caches it page by page on `node`'s `lru`, up to the high watermark.
-    fn cache_clean_file(&mut self, file: File, node: usize, lru: Lru) -> u64 {
-        let nr_pages = file.nr_pages;
-        let id = self.create_file(file);
-        let lv = self.lruvec_index(ROOT_MEMCG, node as u32);
-        let mut cached = 0;
-        for index in 0..nr_pages {
-            let high = self.zones[node].wmark_high;
-            if !self.zones[node].watermark_ok(0, high) {
-                break;
-            }
-            let Some(pfn) = self.zones[node].alloc(&mut self.mem, 0) else {
-                break;
-            };
-            self.mem.prep_folio(pfn, 0, id, ROOT_MEMCG, index);
-            self.mem.pages[pfn as usize].content = content::DATA_DEFAULT;
-            self.memcgs[ROOT_MEMCG as usize].usage_pages += 1;
-            let f = &mut self.files[id as usize];
-            f.cache[index as usize] = pfn;
-            f.nrpages += 1;
-            if lru == Lru::ActiveFile {
-                self.mem.set(pfn, pg::ACTIVE);
-            }
-            self.list_add(lv, lru, pfn, false);
-            cached += 1;
         }
         cached
     }

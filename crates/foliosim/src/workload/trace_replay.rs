@@ -548,7 +548,7 @@ impl Workload {
                 continue;
             }
             let file = r.create_file(k, &wf.path, wf.size_bytes);
-            let pages = k.filemap_warm(file, node);
+            let pages = k.filemap_warm(file, node, crate::mm::vmscan::Lru::ActiveFile);
             r.warm.push((wf.path.clone(), file));
             r.threads[0].counters.warm_files += 1;
             r.threads[0].counters.warm_pages += pages;
