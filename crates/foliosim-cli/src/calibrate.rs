@@ -635,7 +635,7 @@ mod tests {
         let out_page = 1_000 + 120 + c.pte_update_ns + c.tlb_flush_local_one_ns;
         let in_page = 700 + 120;
         let ps = |page_ns: u64, folio_ns: u64, pages: u64| (page_ns + folio_ns / pages) * 1000;
-        let raw: BTreeMap<String, Vec<u64>> = [
+        let raw = three_runs(&[
             ("pageout_same", ps(out_page, 3_200, 1)),
             ("pageout_same_64k", ps(out_page, 3_200, 16)),
             ("zram_read_4k", ps(in_page, 2_400, 1)),
@@ -644,10 +644,7 @@ mod tests {
             // large-folio swap-in is measured but derives nothing
             ("swapin_same", 4_000_000),
             ("swapin_same_64k", 3_000_000),
-        ]
-        .into_iter()
-        .map(|(k, v)| (k.to_string(), vec![v, v, v]))
-        .collect();
+        ]);
         let measured = costs(&raw, &base);
         let cost = |name: &str| measured.iter().find(|m| m.cost == name).map(|m| m.spread);
         assert_eq!(cost("zram_page_write_ns").unwrap().median, 1_000);
@@ -658,6 +655,14 @@ mod tests {
         assert_eq!(measured.len(), 3);
     }
 
+    /// Three identical runs of each benchmark: `(name, ps per unit)`.
+    fn three_runs(values: &[(&str, u64)]) -> BTreeMap<String, Vec<u64>> {
+        values
+            .iter()
+            .map(|&(k, v)| (k.to_string(), vec![v, v, v]))
+            .collect()
+    }
+
     #[test]
     fn split_costs_come_from_splits_of_zero_filled_and_written_thps() {
         let base = hw::profile("x86-server").unwrap();
@@ -666,14 +671,11 @@ mod tests {
         // the free, and 300 ns more
         let kept_ns = 200 + 2 * c.pte_update_ns;
         let dropped_ns = kept_ns + 150 + c.page_alloc_ns + 300;
-        let raw: BTreeMap<String, Vec<u64>> = [
+        let raw = three_runs(&[
             ("thp_split_data", kept_ns * 1000),
             ("thp_split_zero", dropped_ns * 1000),
             ("same_scan", 150_000),
-        ]
-        .into_iter()
-        .map(|(k, v)| (k.to_string(), vec![v, v, v]))
-        .collect();
+        ]);
         let measured = costs(&raw, &base);
         let cost = |name: &str| measured.iter().find(|m| m.cost == name).map(|m| m.spread);
         assert_eq!(cost("split_subpage_ns").unwrap().median, 200);

@@ -196,14 +196,7 @@ pub fn prefault_bytes(scenario: &Scenario, mem_available_bytes: u64, mem_total_b
 /// MemAvailable and MemTotal from /proc/meminfo, in bytes.
 fn meminfo() -> (u64, u64) {
     let text = read("/proc/meminfo").unwrap_or_default();
-    let field = |name: &str| {
-        text.lines()
-            .find(|l| l.starts_with(name))
-            .and_then(|l| l.split_whitespace().nth(1))
-            .and_then(|v| v.parse::<u64>().ok())
-            .unwrap_or(0)
-            * 1024
-    };
+    let field = |name: &str| super::sys::meminfo_field(&text, name).unwrap_or(0);
     (field("MemAvailable:"), field("MemTotal:"))
 }
 

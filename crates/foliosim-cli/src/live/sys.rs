@@ -236,18 +236,20 @@ pub fn config_enabled(config: &str, option: &str) -> bool {
 /// Online CPUs and total memory of this machine, for the notes beside a live run.
 pub fn machine() -> (u32, u64) {
     let cpus = std::thread::available_parallelism().map_or(0, |n| n.get() as u32);
-    let mem_kb = read("/proc/meminfo")
-        .and_then(|t| {
-            t.lines()
-                .find(|l| l.starts_with("MemTotal:"))
-                .and_then(|l| {
-                    l.split_whitespace()
-                        .nth(1)
-                        .and_then(|v| v.parse::<u64>().ok())
-                })
-        })
+    let mem_bytes = read("/proc/meminfo")
+        .and_then(|t| meminfo_field(&t, "MemTotal:"))
         .unwrap_or(0);
-    (cpus, mem_kb * 1024)
+    (cpus, mem_bytes)
+}
+
+/// A meminfo field in bytes: `name`'s value in kB, in /proc/meminfo ("MemTotal:  24684096 kB")
+/// or a node's meminfo ("Node 0 MemTotal: ...").
+pub fn meminfo_field(text: &str, name: &str) -> Option<u64> {
+    text.lines().find_map(|line| {
+        let mut words = line.split_whitespace().skip_while(|w| *w != name);
+        words.next()?;
+        words.next()?.parse::<u64>().ok().map(|kb| kb * 1024)
+    })
 }
 
 /// One NUMA node's memory and page cache, in bytes, as its meminfo gives them.
@@ -282,13 +284,7 @@ pub fn node_meminfo() -> Vec<NodeMeminfo> {
 /// The fields of a meminfo text ("MemTotal:  24684096 kB", or "Node 0 MemTotal: ..." in a
 /// node's); None without MemTotal.
 pub fn parse_meminfo(node: u32, text: &str) -> Option<NodeMeminfo> {
-    let field = |name: &str| {
-        text.lines().find_map(|line| {
-            let mut words = line.split_whitespace().skip_while(|w| *w != name);
-            words.next()?;
-            words.next()?.parse::<u64>().ok().map(|kb| kb * 1024)
-        })
-    };
+    let field = |name: &str| meminfo_field(text, name);
     Some(NodeMeminfo {
         node,
         mem_total_bytes: field("MemTotal:")?,
