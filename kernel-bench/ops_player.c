@@ -7,7 +7,14 @@
  * visit pages, a write fills each page with the operation's content class, a read loads one word
  * of each page. File reads and writes are pread/pwrite calls of the operation's buffer size.
  *
- * Usage: ops_player NAME OPS_FILE
+ * Usage: ops_player [--join PROCS_FILE] NAME OPS_FILE
+ *
+ * With --join, the player writes its pid to PROCS_FILE (the task's cgroup.procs) once it has
+ * started: its own memory (the program, libc, its stack and heap, the operation list and one
+ * scratch area for the I/O buffers and zipf tables, touched first) and its start-up faults stay
+ * outside the task's cgroup, which then counts the scenario's operations only, as the simulator
+ * does (it has no such memory). Forked children write to the scratch area copy-on-write, in the
+ * cgroup.
  *
  * OPS_FILE has one operation per line (written by `foliosim kernel-run`); "-" is "to the end"
  * for a length and "the default" for a count:
@@ -80,6 +87,9 @@ static uint64_t touches;
 static uint64_t iteration_start_ns;
 static unsigned long iteration_swpout[NR_ORDERS], iteration_fallback[NR_ORDERS];
 static volatile uint64_t read_sink;
+/* the I/O buffers and zipf tables of every operation, one after another (see scratch_bytes) */
+static char *scratch;
+static size_t scratch_size;
 
 static void fail(const char *file, int line, const char *message)
 {
@@ -333,9 +343,7 @@ static void touch(const struct op *op)
 		/* cumulative weights of ranks 0..nr-1, weight 1/(rank+1)^theta */
 		double theta = op->theta_milli / 1000.0, sum = 0;
 
-		cdf = malloc(nr * sizeof(*cdf));
-		if (!cdf)
-			die("malloc");
+		cdf = (double *)scratch;
 		for (uint64_t k = 0; k < nr; k++) {
 			sum += pow((double)(k + 1), -theta);
 			cdf[k] = sum;
@@ -373,7 +381,6 @@ static void touch(const struct op *op)
 		if (op->work_ns)
 			spin(op->work_ns);
 	}
-	free(cdf);
 }
 
 /*
@@ -411,11 +418,9 @@ static int file_fd(int id)
 /* pread calls of the operation's buffer size over [offset, offset + len), until end of file. */
 static void file_read(const struct op *op)
 {
-	char *buf = malloc(op->buffer);
+	char *buf = scratch;
 	uint64_t pos = op->offset, end = op->offset + op->len;
 
-	if (!buf)
-		die("malloc");
 	while (pos < end) {
 		size_t n = end - pos < op->buffer ? (size_t)(end - pos) : (size_t)op->buffer;
 		ssize_t got = pread(file_fd(op->file), buf, n, (off_t)pos);
@@ -429,7 +434,6 @@ static void file_read(const struct op *op)
 		read_sink += (unsigned char)buf[0];
 		pos += (uint64_t)got;
 	}
-	free(buf);
 }
 
 /*
@@ -439,12 +443,9 @@ static void file_read(const struct op *op)
  */
 static void file_write(const struct op *op)
 {
-	size_t buffer_pages = (op->buffer + PAGE_BYTES - 1) / PAGE_BYTES;
-	char *buf = NULL;
+	char *buf = scratch;
 	uint64_t pos = op->offset, end = op->offset + op->len;
 
-	if (posix_memalign((void **)&buf, PAGE_BYTES, buffer_pages * PAGE_BYTES))
-		die("posix_memalign");
 	while (pos < end) {
 		size_t n = end - pos < op->buffer ? (size_t)(end - pos) : (size_t)op->buffer;
 		size_t done = 0;
@@ -467,7 +468,6 @@ static void file_write(const struct op *op)
 		}
 		pos += n;
 	}
-	free(buf);
 }
 
 static void read_mthp_counters(unsigned long *swpout, unsigned long *fallback)
@@ -643,15 +643,58 @@ static void run(const char *name, const struct op *ops, size_t nr)
 	}
 }
 
+/*
+ * The scratch area the program needs: its largest read/write buffer and, if it has zipf
+ * touches, the cumulative table of its largest mapping (8 bytes a page; a touch covers at most a
+ * region). Operations run one at a time in a process, so they share it.
+ */
+static size_t scratch_bytes(const struct op *ops, size_t nr, size_t *largest_region, int *zipf)
+{
+	size_t need = 0;
+
+	for (size_t i = 0; i < nr; i++) {
+		const struct op *op = &ops[i];
+
+		if (op->kind == OP_READ || op->kind == OP_WRITE)
+			need = op->buffer > need ? op->buffer : need;
+		if ((op->kind == OP_MMAP || op->kind == OP_MMAP_SHARED || op->kind == OP_MMAP_FILE) &&
+		    op->size > *largest_region)
+			*largest_region = op->size;
+		if (op->kind == OP_TOUCH && op->pattern == 2)
+			*zipf = 1;
+		if (op->kind == OP_FORK) {
+			size_t child = scratch_bytes(op->child, op->nr_child, largest_region, zipf);
+
+			need = child > need ? child : need;
+		}
+	}
+	return need;
+}
+
+static void join_cgroup(const char *procs_file)
+{
+	FILE *f = fopen(procs_file, "w");
+
+	if (!f || fprintf(f, "%d\n", (int)getpid()) < 0 || fclose(f))
+		die(procs_file);
+}
+
 int main(int argc, char **argv)
 {
+	const char *procs_file = NULL;
+	size_t largest_region = 0;
 	struct op *ops;
 	size_t nr;
-	int line = 0;
+	int line = 0, zipf = 0;
 	FILE *f;
 
+	if (argc == 5 && !strcmp(argv[1], "--join")) {
+		procs_file = argv[2];
+		argv += 2;
+		argc -= 2;
+	}
 	if (argc != 3) {
-		fprintf(stderr, "usage: ops_player NAME OPS_FILE\n");
+		fprintf(stderr, "usage: ops_player [--join PROCS_FILE] NAME OPS_FILE\n");
 		return 2;
 	}
 	f = fopen(argv[2], "r");
@@ -659,6 +702,17 @@ int main(int argc, char **argv)
 		die(argv[2]);
 	ops = parse(f, argv[2], &line, &nr, 0);
 	fclose(f);
+	scratch_size = scratch_bytes(ops, nr, &largest_region, &zipf);
+	if (zipf && largest_region / PAGE_BYTES * sizeof(double) > scratch_size)
+		scratch_size = largest_region / PAGE_BYTES * sizeof(double);
+	scratch_size = (scratch_size + PAGE_BYTES - 1) & ~(size_t)(PAGE_BYTES - 1);
+	if (scratch_size) {
+		/* touched now, before the player joins its cgroup */
+		scratch = mmap(NULL, scratch_size, PROT_READ | PROT_WRITE,
+			       MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+		if (scratch == MAP_FAILED)
+			die("mmap");
+	}
 	for (int id = 0; id < MAX_FILES; id++) {
 		if (!file_paths[id])
 			continue;
@@ -666,6 +720,8 @@ int main(int argc, char **argv)
 		if (file_fds[id] < 0)
 			die(file_paths[id]);
 	}
+	if (procs_file)
+		join_cgroup(procs_file);
 	rng_state = 0x9e3779b97f4a7c15ULL;
 	seed_with_name(argv[1]);
 	run(argv[1], ops, nr);

@@ -32,6 +32,9 @@ pub struct Launch {
     pub ops_file: Option<(String, String)>,
     /// Top-level barriers its program waits at, in order.
     pub barriers: Vec<String>,
+    /// The program joins its cgroup itself once started (`--join PROCS_FILE` before its
+    /// arguments): the ops player, whose own memory and start-up are not the scenario's.
+    pub joins_cgroup: bool,
 }
 
 /// The processes that play a task. `seed` feeds the kbuild generator, as in the simulator;
@@ -54,6 +57,7 @@ pub fn launches(
         prints_records: true,
         ops_file: None,
         barriers: Vec::new(),
+        joins_cgroup: false,
     };
     let player = |name: String, ops: &[Op]| -> Result<Launch, String> {
         let file = format!("{name}.ops");
@@ -73,6 +77,7 @@ pub fn launches(
                     _ => None,
                 })
                 .collect(),
+            joins_cgroup: true,
         })
     };
     if task.mempolicy.is_some() {
@@ -376,6 +381,8 @@ ops = [
         .unwrap();
         assert_eq!(l[0].argv, vec!["/b/ops_player", "t", "/s/t.ops"]);
         assert_eq!(l[0].barriers, vec!["b"]);
+        // the player joins its cgroup after its start-up (kernel-bench/ops_player.c)
+        assert!(l[0].joins_cgroup);
         let nested = [Op::Fork {
             name: "c".into(),
             child: vec![Op::Barrier { name: "x".into() }],
@@ -558,6 +565,7 @@ ops = [ { op = "mmap", region = "a", size = "4K" } ]
                 prints_records: false,
                 ops_file: None,
                 barriers: vec![],
+                joins_cgroup: false,
             }]
         );
         // the command, not the ops player, plays a task that has both

@@ -76,15 +76,23 @@ pub(super) fn play(
     let mut running: Vec<Running> = Vec::new();
     for launch in launches {
         let cgroup = setup.group_of(&scenario.tasks[launch.task].cgroup).clone();
-        // the shell joins the cgroup, then becomes the program: nothing runs outside it
-        let mut command = Command::new("/bin/sh");
-        command
-            .arg("-c")
-            .arg("echo $$ > \"$1\" && shift && exec \"$@\"")
-            .arg("sh")
-            .arg(host.hierarchy.procs_file(&cgroup))
-            .args(&launch.argv)
-            .envs(launch.env.iter().map(|(k, v)| (k, v)));
+        let procs_file = host.hierarchy.procs_file(&cgroup);
+        let mut command = if launch.joins_cgroup {
+            let mut player = Command::new(&launch.argv[0]);
+            player.arg("--join").arg(procs_file).args(&launch.argv[1..]);
+            player
+        } else {
+            // the shell joins the cgroup, then becomes the program: nothing runs outside it
+            let mut shell = Command::new("/bin/sh");
+            shell
+                .arg("-c")
+                .arg("echo $$ > \"$1\" && shift && exec \"$@\"")
+                .arg("sh")
+                .arg(procs_file)
+                .args(&launch.argv);
+            shell
+        };
+        command.envs(launch.env.iter().map(|(k, v)| (k, v)));
         if let Some(dir) = &launch.cwd {
             command.current_dir(dir);
         }
