@@ -234,6 +234,15 @@ pub fn rows(scenario: &Scenario, sim: &RunResult, live: &RunResult) -> Vec<Row> 
             }
         }
     }
+    // zswap's debugfs figures (pool_limit_hit, written_back_pages, ...), when the live run could
+    // read them (debugfs mounted)
+    for (key, &s) in &sim.zswap {
+        if let Some(&l) = live.zswap.get(key) {
+            if s != 0 || l != 0 {
+                rows.push(Row::count(format!("zswap/{key}"), s, l));
+            }
+        }
+    }
     // zram's peak memory: the simulator reports it as a sampled series, the kernel as mm_stat's
     // mem_used_max
     for (name, counters) in &live.zram {
@@ -734,6 +743,16 @@ mod tests {
         sim.vmstat.insert("nr_tlb_local_flush_all".into(), 9);
         assert_eq!(rows_len(&sim, &live), 4);
         assert_eq!(absent_on_live(&sim, &live), vec!["nr_tlb_local_flush_all"]);
+        // zswap's debugfs figures are rows once the live run read them (debugfs mounted)
+        sim.zswap.insert("pool_limit_hit".into(), 53_862);
+        assert_eq!(rows_len(&sim, &live), 4);
+        live.zswap.insert("pool_limit_hit".into(), 56_282);
+        let with_zswap = super::rows(&scenario(), &sim, &live);
+        let last = with_zswap.last().unwrap();
+        assert_eq!(
+            (last.label.as_str(), last.sim, last.live),
+            ("zswap/pool_limit_hit", 53_862.0, 56_282.0)
+        );
     }
 
     fn rows_len(sim: &RunResult, live: &RunResult) -> usize {
