@@ -11,10 +11,10 @@
  *
  * With --join, the player writes its pid to PROCS_FILE (the task's cgroup.procs) once it has
  * started: its own memory (the program, libc, its stack and heap, the operation list and one
- * scratch area for the I/O buffers and zipf tables, touched first) and its start-up faults stay
- * outside the task's cgroup, which then counts the scenario's operations only, as the simulator
- * does (it has no such memory). Forked children write to the scratch area copy-on-write, in the
- * cgroup.
+ * scratch area for the I/O buffers and zipf tables, all faulted in first) and its start-up
+ * faults stay outside the task's cgroup, which then counts the scenario's operations only, as
+ * the simulator does (it has no such memory). Forked children write to the scratch area
+ * copy-on-write, in the cgroup.
  *
  * OPS_FILE has one operation per line (written by `foliosim kernel-run`); "-" is "to the end"
  * for a length and "the default" for a count:
@@ -90,6 +90,7 @@ static volatile uint64_t read_sink;
 /* the I/O buffers and zipf tables of every operation, one after another (see scratch_bytes) */
 static char *scratch;
 static size_t scratch_size;
+static char stdout_buffer[BUFSIZ];
 
 static void fail(const char *file, int line, const char *message)
 {
@@ -720,8 +721,15 @@ int main(int argc, char **argv)
 		if (file_fds[id] < 0)
 			die(file_paths[id]);
 	}
-	if (procs_file)
+	if (procs_file) {
+		/* stdio would allocate stdout's buffer at the first record, in the cgroup */
+		setvbuf(stdout, stdout_buffer, _IOFBF, sizeof(stdout_buffer));
+		/* every page of the player's own mappings present, its code included (mlock faults
+		 * them in), so that in the cgroup it takes no fault but its operations' */
+		if (!mlockall(MCL_CURRENT))
+			munlockall();
 		join_cgroup(procs_file);
+	}
 	rng_state = 0x9e3779b97f4a7c15ULL;
 	seed_with_name(argv[1]);
 	run(argv[1], ops, nr);
