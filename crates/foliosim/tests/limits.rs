@@ -84,6 +84,32 @@ fn generator_sizes_are_bounded_by_the_address_space() {
 }
 
 #[test]
+fn kbuild_job_sizes_from_the_task_or_a_variant_keep_size_min_at_most_size_max() {
+    let kbuild = |args: &str| {
+        generator_task(
+            "kbuild",
+            "jobs = 2\nunits = 4\nsize_min = \"8M\"\nsize_max = \"16M\"",
+            args,
+        )
+    };
+    let s = parse(&kbuild("size_min = \"16M\", size_max = \"32M\"")).unwrap();
+    assert!(resolve(&s, "v6.18", Some("v"), &[], 1, false).is_ok());
+    // each argument alone against the task's other size
+    let e = refused_variant(&kbuild("size_min = \"32M\""), "v");
+    assert_names(&e, "variant.v.args.size_max", &["at least size_min"]);
+    let e = refused_variant(&kbuild("size_max = \"4M\""), "v");
+    assert_names(&e, "variant.v.args.size_max", &["at least size_min"]);
+    let e = refused_variant(&kbuild("size_min = \"0\""), "v");
+    assert_names(&e, "variant.v.args.size_min", &["above 0"]);
+    let e = refused(&generator_task(
+        "kbuild",
+        "size_min = \"32M\"\nsize_max = \"16M\"",
+        "",
+    ));
+    assert_names(&e, "task[0].size_max", &["at least size_min"]);
+}
+
+#[test]
 fn variant_counts_are_refused_out_of_range_not_wrapped_or_clamped() {
     for (generator, params, args, key, range) in [
         // 2^32 + 1 processes ran 1 process

@@ -55,9 +55,10 @@ pub trait GeneratorParams: Any + Debug + Send + Sync + DynParams {
     fn file_pages(&self) -> u64 {
         0
     }
-    /// Resolves parameters that name a scenario's `[[file]]`, once the task's and the
-    /// variant's values are known. Err: (parameter, what was expected).
-    fn resolve_files(&mut self, _files: &[super::FileSpec]) -> Result<(), (String, String)> {
+    /// Resolves parameters that name a scenario's `[[file]]` and checks those that depend on
+    /// each other, once the task's and the variant's values are known. Err: (parameter, what
+    /// was expected).
+    fn resolve(&mut self, _files: &[super::FileSpec]) -> Result<(), (String, String)> {
         Ok(())
     }
 }
@@ -208,5 +209,5 @@ pub(super) fn apply_generator_args(
             Err(m) => return Err((k.clone(), m)),
         }
     }
-    params.resolve_files(files)
+    params.resolve(files)
 }

@@ -183,7 +183,7 @@ pub(super) fn parse_tasks(
                 let mut program = parse_generator_task(&task, g, machine)?;
                 if let Program::Generator(params) = &mut program {
                     params
-                        .resolve_files(files)
+                        .resolve(files)
                         .map_err(|(k, m)| task.err(&k, m))?;
                 }
                 program

@@ -3,7 +3,8 @@
 //! writes it, works on it with skewed reads and random writes, then exits.
 //!
 //! This is a synthetic stand-in for the seed's kernel build (which ran on tmpfs): the sizes and
-//! the per-page work are parameters, not measurements of a real compiler. A build on tmpfs:
+//! the per-page work are parameters (scenarios/kbuild-like.toml draws its sizes from cc1's
+//! measured peak anonymous memory, scripts/cc1_heap.py). A build on tmpfs:
 //! with `sources` naming a tmpfs `[[file]]`, the first worker writes that tree whole before the
 //! build starts (the checkout, in the build's memcg; the others wait at a barrier) and each job
 //! first reads its `source_read` bytes of it; with `objects` naming one, each job then writes its
@@ -15,7 +16,9 @@ use super::task::Report;
 use super::{params_of, Generator, LiveProgram, TaskMetric, Workload};
 use crate::mm::folio::content;
 use crate::mm::Kernel;
-use crate::scenario::generators::{arg_size, pages_of, GeneratorDef, GeneratorParams};
+use crate::scenario::generators::{
+    arg_mapping_size, arg_size, pages_of, GeneratorDef, GeneratorParams,
+};
 use crate::scenario::units::parse_time;
 use crate::scenario::walker::{Node, Res};
 use crate::scenario::types::{ReadRequest, WriteRequest};
@@ -45,7 +48,7 @@ pub struct Kbuild {
     pub objects: Option<String>,
     /// Bytes each job writes there.
     pub object_size_bytes: u64,
-    /// The two files' (id, size), once resolved (resolve_files).
+    /// The two files' (id, size), once resolved (resolve).
     pub sources_file: Option<(u32, u64)>,
     pub objects_file: Option<(u32, u64)>,
 }
@@ -76,9 +79,6 @@ impl GeneratorDef for KbuildGenerator {
     fn parse(&self, task: &Node, _machine: &MachineSpec) -> Res<Box<dyn GeneratorParams>> {
         let size_min_bytes = task.mapping_size("size_min")?;
         let size_max_bytes = task.mapping_size("size_max")?;
-        if size_max_bytes < size_min_bytes {
-            return Err(task.err("size_max", "expected a size at least size_min"));
-        }
         Ok(Box::new(Kbuild {
             jobs: task.int_opt("jobs", 1, 4096)?.unwrap_or(32) as u32,
             units: task.int_opt("units", 1, 1_000_000)?.unwrap_or(1000) as u32,
@@ -104,24 +104,40 @@ impl GeneratorParams for Kbuild {
         "kbuild"
     }
     /// A variant may build on tmpfs: `sources` / `objects` name tmpfs files, `source_read` /
-    /// `object_size` the bytes per job.
+    /// `object_size` the bytes per job; and give its jobs other sizes (`size_min`, `size_max`).
     fn apply_arg(&mut self, key: &str, v: &Value) -> Result<bool, String> {
         let name = || {
             v.as_str()
                 .map(str::to_string)
                 .ok_or("expected the name of a tmpfs [[file]]".to_string())
         };
+        let positive = |bytes: u64| {
+            if bytes == 0 {
+                Err("expected a size above 0".to_string())
+            } else {
+                Ok(bytes)
+            }
+        };
         match key {
             "sources" => self.sources = Some(name()?),
             "objects" => self.objects = Some(name()?),
             "source_read" => self.source_read_bytes = arg_size(v)?.max(1),
             "object_size" => self.object_size_bytes = arg_size(v)?.max(1),
+            "size_min" => self.size_min_bytes = positive(arg_mapping_size(v)?)?,
+            "size_max" => self.size_max_bytes = positive(arg_mapping_size(v)?)?,
             _ => return Ok(false),
         }
         Ok(true)
     }
-    /// `sources` and `objects` must name tmpfs [[file]]s.
-    fn resolve_files(&mut self, files: &[FileSpec]) -> Result<(), (String, String)> {
+    /// `sources` and `objects` must name tmpfs [[file]]s; a variant's sizes keep size_min at
+    /// most size_max.
+    fn resolve(&mut self, files: &[FileSpec]) -> Result<(), (String, String)> {
+        if self.size_max_bytes < self.size_min_bytes {
+            return Err((
+                "size_max".into(),
+                "expected a size at least size_min".into(),
+            ));
+        }
         self.sources_file = tmpfs_file(files, "sources", self.sources.as_deref())?;
         self.objects_file = tmpfs_file(files, "objects", self.objects.as_deref())?;
         Ok(())
