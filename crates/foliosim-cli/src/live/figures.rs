@@ -22,8 +22,17 @@ pub(super) struct Snapshot {
 
 impl Snapshot {
     pub(super) fn take() -> Snapshot {
+        let mut vmstat = sys::parse_name_values(&sys::read("/proc/vmstat").unwrap_or_default());
+        // without CONFIG_DEBUG_TLBFLUSH /proc/vmstat has no nr_tlb_*; the flush IPIs each CPU
+        // received are still in /proc/interrupts (irq_tlb_count, counted where the kernel
+        // counts NR_TLB_REMOTE_FLUSH_RECEIVED)
+        if !vmstat.contains_key("nr_tlb_remote_flush_received") {
+            if let Some(n) = sys::read("/proc/interrupts").and_then(|t| sys::tlb_shootdowns(&t)) {
+                vmstat.insert("nr_tlb_remote_flush_received".into(), n);
+            }
+        }
         Snapshot {
-            vmstat: sys::parse_name_values(&sys::read("/proc/vmstat").unwrap_or_default()),
+            vmstat,
             mthp: sys::read_mthp_stats(),
             zswap: sys::read_zswap_debugfs(),
         }

@@ -102,6 +102,19 @@ pub fn delta(before: &Counters, after: &Counters) -> Counters {
         .collect()
 }
 
+/// The TLB shootdown IPIs received, summed over the CPUs: /proc/interrupts' `TLB:` line.
+pub fn tlb_shootdowns(interrupts: &str) -> Option<u64> {
+    let line = interrupts
+        .lines()
+        .find(|l| l.trim_start().starts_with("TLB:"))?;
+    Some(
+        line.split_whitespace()
+            .skip(1)
+            .map_while(|w| w.parse::<u64>().ok())
+            .sum(),
+    )
+}
+
 /// zswap's debugfs figures (/sys/kernel/debug/zswap/*), empty when debugfs is not mounted.
 pub fn read_zswap_debugfs() -> Counters {
     let Ok(entries) = std::fs::read_dir("/sys/kernel/debug/zswap") else {
@@ -396,6 +409,16 @@ mod tests {
         assert!(!same_knob_value("Y", "N"));
         assert!(!same_knob_value("always", "never"));
         assert!(!same_knob_value("10", "1"));
+    }
+
+    #[test]
+    fn tlb_shootdowns_are_summed_over_the_cpus_of_the_tlb_line() {
+        let interrupts = "            CPU0       CPU1\n\
+             CAL:   22593181   14456401   Function call interrupts\n\
+             TLB:   21731502   13723752   TLB shootdowns\n\
+             TRM:          0          0   Thermal event interrupts\n";
+        assert_eq!(tlb_shootdowns(interrupts), Some(35_455_254));
+        assert_eq!(tlb_shootdowns("CAL: 1 2 Function call interrupts\n"), None);
     }
 
     #[test]

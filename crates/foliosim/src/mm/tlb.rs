@@ -4,8 +4,12 @@
 //! x86 (the x86-server profile) models arch/x86/mm/tlb.c (v6.7 era: flush_tlb_mm_range with
 //! tlb_single_page_flush_ceiling, native_flush_tlb_multi with the lazy-TLB condition,
 //! flush_tlb_func, arch_tlbbatch_flush, the four DEBUG_TLBFLUSH counters). mm_cpumask follows
-//! v6.7: a CPU joins when it switches to the mm, leaves when it switches to another user mm, and
-//! stays (lazy) under a kernel thread.
+//! v6.7 up to v6.12: a CPU joins when it switches to the mm, leaves when it switches to another
+//! user mm, and stays (lazy) under a kernel thread. From v6.14 (v6.18 here) it is updated
+//! lazily: a CPU stays when it switches away and leaves at the first flush IPI for the mm it
+//! receives while running another; should_flush_tlb then IPIs, for a flush of an mm, only the
+//! CPUs running it (every CPU of the mask once a second, should_trim_cpumask), and for a
+//! batched unmap's flush (no mm) every CPU of the mask that is not lazy.
 //! arm64 (arm64-altra) models arch/arm64/include/asm/tlbflush.h (v6.9-v6.12): every user flush
 //! is broadcast by the initiator, one TLBI ...IS per page (__flush_tlb_range, flush_tlb_page) or
 //! one TLBI ASIDE1IS for MAX_DVM_OPS pages or more (flush_tlb_mm), then one DSB ISH; no IPI, no
@@ -17,7 +21,7 @@
 //! try_to_unmap_flush[_dirty], flush_tlb_batched_pending) are shared.
 //! Each CPU's TLB is one direct-mapped array of 4K, 64K-contiguous (arm64 contpte) and 2M
 //! translations tagged by mm; a full flush invalidates it all, a page flush one page.
-//! Left out: PCID/ASID recycling, the v6.14+ lazy cpumask trimming, KVM's paravirtual flush
+//! Left out: PCID/ASID recycling, KVM's paravirtual flush
 //! (preempted vCPUs skipped), arm64 range TLBIs (FEAT_TLBIRANGE, which Neoverse N1 lacks), PMD-
 //! stride flushes (a PMD's range is flushed as 512 pages), the iTLB beyond a fixed number of
 //! code pages refilled after a full flush, and flushes of kernel mappings.
@@ -33,6 +37,8 @@ pub const TLB_SINGLE_PAGE_FLUSH_CEILING: u64 = 33;
 /// TLBIs (PTRS_PER_PTE: MAX_TLBI_OPS in v6.9, later renamed MAX_DVM_OPS).
 pub const MAX_DVM_OPS: u64 = 512;
 pub const NO_MM: u32 = u32::MAX;
+/// How often a flush IPIs every CPU of an mm's cpumask to trim it (HZ jiffies).
+pub const TRIM_CPUMASK_INTERVAL_NS: u64 = 1_000_000_000;
 
 /// A set of CPUs (struct cpumask).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -248,7 +254,8 @@ impl Kernel {
                 c.loaded_mm = mm;
                 c.lazy = false;
                 if prev != mm {
-                    if prev != NO_MM {
+                    let lazily = self.generation().updates_mm_cpumask_lazily();
+                    if prev != NO_MM && !lazily {
                         self.mms[prev as usize].cpumask.clear(cpu);
                     }
                     self.mms[mm as usize].cpumask.set(cpu);
@@ -297,8 +304,9 @@ impl Kernel {
         n * self.hw.page_walk_ns
     }
 
-    /// flush_tlb_func on `cpu` for a flush from the current CPU. Counts and charges it.
-    fn flush_tlb_func(&mut self, cpu: u32, range: FlushRange) {
+    /// flush_tlb_func on `cpu` for a flush of `mm` (None: a batched unmap's) from the current
+    /// CPU. Counts and charges it.
+    fn flush_tlb_func(&mut self, cpu: u32, range: FlushRange, mm: Option<u32>) {
         let local = cpu == self.current_cpu;
         let c = &mut self.cpu_tlbs[cpu as usize];
         if !local {
@@ -306,6 +314,15 @@ impl Kernel {
             let t = c.last_task;
             if let Some(task) = self.tasks.get_mut(t as usize) {
                 task.pending_irq_ns += self.hw.tlb_flush_ipi_receive_ns;
+            }
+            // Another mm runs here: nothing to flush now (its translations go when the CPU
+            // switches back, by tlb_gen), and from v6.14 the CPU leaves the mask.
+            if let Some(m) = mm.filter(|&m| self.cpu_tlbs[cpu as usize].loaded_mm != m) {
+                self.cpu_tlbs[cpu as usize].flush_mm(m);
+                if self.generation().updates_mm_cpumask_lazily() {
+                    self.mms[m as usize].cpumask.clear(cpu);
+                }
+                return;
             }
         }
         let c = &mut self.cpu_tlbs[cpu as usize];
@@ -340,15 +357,31 @@ impl Kernel {
 
     /// native_flush_tlb_multi: an IPI to each CPU of `mask` that is not lazy (or to all with
     /// `freed_tables`); the initiator runs the flush itself when it is in the mask.
-    fn flush_tlb_multi(&mut self, mask: &CpuMask, range: FlushRange, freed_tables: bool) {
+    fn flush_tlb_multi(
+        &mut self,
+        mask: &CpuMask,
+        range: FlushRange,
+        freed_tables: bool,
+        mm: Option<u32>,
+        trim_cpumask: bool,
+    ) {
         self.stat.count(Vm::NrTlbRemoteFlush, 1);
+        let lazily = self.generation().updates_mm_cpumask_lazily();
         let mut interrupted = false;
         for cpu in mask.iter() {
-            if freed_tables || !self.cpu_tlbs[cpu as usize].lazy {
+            let c = &self.cpu_tlbs[cpu as usize];
+            // should_flush_tlb (v6.14+), tlb_is_not_lazy before
+            let flush = freed_tables
+                || (!c.lazy
+                    && (!lazily || mm.is_none() || mm == Some(c.loaded_mm) || trim_cpumask));
+            if flush {
                 interrupted |= cpu != self.current_cpu;
-                self.flush_tlb_func(cpu, range);
-            } else {
+                self.flush_tlb_func(cpu, range, mm);
+            } else if c.lazy {
                 self.cpu_tlbs[cpu as usize].stale = true;
+            } else if let Some(m) = mm {
+                // busy with another mm: its translations of `m` go at the switch back
+                self.cpu_tlbs[cpu as usize].flush_mm(m);
             }
         }
         if interrupted {
@@ -396,10 +429,25 @@ impl Kernel {
         let mask = self.mms[mm as usize].cpumask;
         let cpu = self.current_cpu;
         if mask.has_other_than(cpu) {
-            self.flush_tlb_multi(&mask, range, freed_tables);
+            let trim = self.should_trim_cpumask(mm);
+            self.flush_tlb_multi(&mask, range, freed_tables, Some(mm), trim);
         } else if self.cpu_tlbs[cpu as usize].loaded_mm == mm {
-            self.flush_tlb_func(cpu, range);
+            self.flush_tlb_func(cpu, range, Some(mm));
         }
+    }
+
+    /// should_trim_cpumask (v6.14+): once a second a flush of `mm` goes to every CPU of its
+    /// mask, so that those no longer running it leave.
+    fn should_trim_cpumask(&mut self, mm: u32) -> bool {
+        if !self.generation().updates_mm_cpumask_lazily() {
+            return false;
+        }
+        let m = &mut self.mms[mm as usize];
+        if self.clock_ns > m.next_trim_cpumask_ns {
+            m.next_trim_cpumask_ns = self.clock_ns + TRIM_CPUMASK_INTERVAL_NS;
+            return true;
+        }
+        false
     }
 
     /// flush_tlb_mm: everything of `mm`, page tables included.
@@ -475,9 +523,11 @@ impl Kernel {
         let cpu = self.current_cpu;
         match self.hw.arch {
             Arch::X86 if batch.cpumask.has_other_than(cpu) => {
-                self.flush_tlb_multi(&batch.cpumask, FlushRange::All, false)
+                self.flush_tlb_multi(&batch.cpumask, FlushRange::All, false, None, false)
             }
-            Arch::X86 if batch.cpumask.test(cpu) => self.flush_tlb_func(cpu, FlushRange::All),
+            Arch::X86 if batch.cpumask.test(cpu) => {
+                self.flush_tlb_func(cpu, FlushRange::All, None)
+            }
             Arch::X86 => {}
             Arch::Arm64 => self.dsb_ish(),
         }
@@ -652,6 +702,42 @@ ops = [{{ op = "mmap", region = "a", size = "2M" }}]
         k.unmap_flush_pte(mm, vpn, pt::mk_present(1000, pt::WRITE));
         assert_eq!(k.clock_ns - t0, k.hw.tlb_flush_local_one_ns);
         assert_eq!(tlb_counters(&k), [1, 1, 1, 1]);
+    }
+
+    #[test]
+    fn from_v6_14_a_cpu_stays_in_the_mask_of_an_mm_it_left_until_a_flush_finds_it_elsewhere() {
+        let toml = "name = \"t\"\n[[machine.node]]\nmemory = \"256M\"\ncpus = 2\n\
+                    [[task]]\nname = \"t\"\nops = [{ op = \"exit\" }]\n";
+        for (profile, stays) in [("v6.12", false), ("v6.18", true)] {
+            let (mut k, t) = crate::mm::boot_for_test(toml, profile);
+            let mm = k.tasks[t as usize].mm.unwrap();
+            let vpn = k.mmap_anon(mm, 16);
+            // the process ran on CPU 1, which then switched to another process
+            k.switch_to(1, t);
+            let other = k.mm_create(0, t);
+            k.tasks[t as usize].mm = Some(other);
+            k.switch_to(1, t);
+            k.tasks[t as usize].mm = Some(mm);
+            assert_eq!(k.mms[mm as usize].cpumask.test(1), stays, "{profile}");
+            // it runs on CPU 0 again
+            k.current_cpu = 0;
+            k.cpu_tlbs[0].loaded_mm = mm;
+            k.cpu_tlbs[0].lazy = false;
+            k.mms[mm as usize].cpumask.set(0);
+            let received = |k: &Kernel| k.stat.get(Vm::NrTlbRemoteFlushReceived);
+            // a batched unmap's flush names no mm: every busy CPU of the mask is sent an IPI
+            k.unmap_flush_pte(mm, vpn, pt::mk_present(1000, pt::WRITE));
+            k.try_to_unmap_flush();
+            assert_eq!(received(&k), stays as u64, "{profile}");
+            // a flush of the mm goes only where it runs, until the trim second is up; then the
+            // IPI finds CPU 1 running another mm, which takes it out of the mask
+            k.flush_tlb_mm_range(mm, vpn, 1, false);
+            assert_eq!(received(&k), stays as u64, "{profile}");
+            k.clock_ns += TRIM_CPUMASK_INTERVAL_NS + 1;
+            k.flush_tlb_mm_range(mm, vpn, 1, false);
+            assert_eq!(received(&k), 2 * stays as u64, "{profile}");
+            assert!(!k.mms[mm as usize].cpumask.test(1), "{profile}");
+        }
     }
 
     #[test]

@@ -95,6 +95,8 @@ pub struct Mm {
     pub alive: bool,
     /// CPUs that may hold its translations (mm_cpumask).
     pub cpumask: super::tlb::CpuMask,
+    /// When a flush next IPIs every CPU of the mask to trim it (context.next_trim_cpumask).
+    pub next_trim_cpumask_ns: u64,
     /// mm->tlb_flush_batched: batched unmaps deferred, and how many of those are flushed.
     pub tlb_flush_batched_pending: u32,
     pub tlb_flush_batched_flushed: u32,
@@ -135,6 +137,7 @@ impl Kernel {
             users: 1,
             alive: true,
             cpumask: Default::default(),
+            next_trim_cpumask_ns: self.clock_ns + super::tlb::TRIM_CPUMASK_INTERVAL_NS,
             tlb_flush_batched_pending: 0,
             tlb_flush_batched_flushed: 0,
             numa_next_scan_ns: self.clock_ns + self.spec.knobs.numa_scan_delay_ms * 1_000_000,

@@ -208,4 +208,16 @@ impl Generation {
     pub fn zswap_stores_incompressible_pages(self) -> bool {
         self >= Generation::V6_18
     }
+
+    // x86 TLB (arch/x86/mm/tlb.c)
+
+    /// v6.14 ("x86/mm/tlb: Update mm_cpumask lazily", "Only trim the mm_cpumask once a
+    /// second"): a CPU stays in an mm's cpumask when it switches away and leaves at the first
+    /// flush IPI for that mm it receives without running it; flushes for an mm IPI only the
+    /// CPUs running it (all of the mask once a second, to trim it), a batched unmap's flush
+    /// every busy CPU of the mask. Before, the CPU left at the switch and every flush IPIed
+    /// every busy CPU of the mask.
+    pub fn updates_mm_cpumask_lazily(self) -> bool {
+        self >= Generation::V6_18
+    }
 }
