@@ -480,6 +480,24 @@ pub fn play_host_memory(scenario: &mut Scenario, host: &[NodeMeminfo]) -> Option
     ))
 }
 
+/// Plays the live host's CPUs in the simulated machine where the scenario has more: the live
+/// run's tasks share the host's. Each node with CPUs keeps its share of them (at least one).
+/// Returns a line saying so, or None when the scenario's machine fits.
+pub fn play_host_cpus(scenario: &mut Scenario, host_cpus: u32) -> Option<String> {
+    let nodes = &mut scenario.machine.nodes;
+    let total: u32 = nodes.iter().map(|n| n.cpus).sum();
+    if host_cpus == 0 || total <= host_cpus {
+        return None;
+    }
+    for node in nodes.iter_mut().filter(|n| n.cpus > 0) {
+        node.cpus = (node.cpus * host_cpus / total).max(1);
+    }
+    Some(format!(
+        "simulated with the host's {host_cpus} CPUs (the scenario's machine has {total}), which \
+         the live run's tasks share\n"
+    ))
+}
+
 pub fn validate(validate_args: &ValidateArgs) -> Result<(), Failure> {
     let args = &validate_args.live;
     let (mut scenario, profile, specs) = plan(validate_args, &Scenario::load)?;
@@ -519,8 +537,10 @@ pub fn validate(validate_args: &ValidateArgs) -> Result<(), Failure> {
     let mut sim_scenario = scenario.clone();
     let mut sim_specs = specs.clone();
     let host_memory = play_host_memory(&mut sim_scenario, &host.meminfo);
+    let host_cpus = play_host_cpus(&mut sim_scenario, host.cpus);
     for spec in &mut sim_specs {
         play_host_memory(&mut spec.scenario, &host.meminfo);
+        play_host_cpus(&mut spec.scenario, host.cpus);
     }
     let sim_runs = run_all(&sim_scenario, &sim_specs)?;
     // the live kernel varies from run to run: each repetition plays every variant once
@@ -583,7 +603,7 @@ pub fn validate(validate_args: &ValidateArgs) -> Result<(), Failure> {
         }
     }
     text.push_str(&kernel_run::notes(&scenario, &host, live_runs));
-    if let Some(line) = &host_memory {
+    for line in [&host_memory, &host_cpus].into_iter().flatten() {
         text.push_str(line);
     }
     if brd_played_as_zram {
@@ -654,6 +674,29 @@ mod tests {
         let mut none = scenario();
         assert!(play_host_memory(&mut none, &[]).is_none());
         assert_eq!(none.machine.nodes[0].active_file_bytes, 0);
+    }
+
+    #[test]
+    fn the_hosts_cpus_replace_more_of_the_scenarios_in_proportion() {
+        let mut four = scenario();
+        four.machine.nodes[0].cpus = 4;
+        let line = play_host_cpus(&mut four, 2).unwrap();
+        assert_eq!(four.machine.nodes[0].cpus, 2);
+        assert!(line.contains("host's 2 CPUs (the scenario's machine has 4)"), "{line}");
+        // a scenario that fits keeps its CPUs
+        assert!(play_host_cpus(&mut four, 8).is_none());
+        assert_eq!(four.machine.nodes[0].cpus, 2);
+        // shared out by node; a CPU-less (memory-only) node stays so
+        let mut two_nodes = scenario();
+        let mut cxl = two_nodes.machine.nodes[0].clone();
+        cxl.cpus = 0;
+        two_nodes.machine.nodes[0].cpus = 8;
+        two_nodes.machine.nodes.push(cxl.clone());
+        cxl.cpus = 8;
+        two_nodes.machine.nodes.push(cxl);
+        play_host_cpus(&mut two_nodes, 2).unwrap();
+        let cpus: Vec<u32> = two_nodes.machine.nodes.iter().map(|n| n.cpus).collect();
+        assert_eq!(cpus, vec![1, 0, 1]);
     }
 
     #[test]
