@@ -315,8 +315,9 @@ impl Kernel {
             if let Some(task) = self.tasks.get_mut(t as usize) {
                 task.pending_irq_ns += self.hw.tlb_flush_ipi_receive_ns;
             }
-            // Another mm runs here: nothing to flush now (its translations go when the CPU
-            // switches back, by tlb_gen), and from v6.14 the CPU leaves the mask.
+            // Another mm runs here: the kernel flushes nothing now and drops the mm's stale
+            // translations when the CPU switches back (tlb_gen); the model drops them now, which
+            // comes to the same. From v6.14 the CPU leaves the mask.
             if let Some(m) = mm.filter(|&m| self.cpu_tlbs[cpu as usize].loaded_mm != m) {
                 self.cpu_tlbs[cpu as usize].flush_mm(m);
                 if self.generation().updates_mm_cpumask_lazily() {
@@ -356,7 +357,9 @@ impl Kernel {
     }
 
     /// native_flush_tlb_multi: an IPI to each CPU of `mask` that is not lazy (or to all with
-    /// `freed_tables`); the initiator runs the flush itself when it is in the mask.
+    /// `freed_tables`), from v6.14 only to those running `mm` unless it is a batched unmap's
+    /// flush (`mm` None) or `trim_cpumask`; the initiator runs the flush itself when it is in
+    /// the mask.
     fn flush_tlb_multi(
         &mut self,
         mask: &CpuMask,
