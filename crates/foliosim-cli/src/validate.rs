@@ -682,7 +682,10 @@ mod tests {
         four.machine.nodes[0].cpus = 4;
         let line = play_host_cpus(&mut four, 2).unwrap();
         assert_eq!(four.machine.nodes[0].cpus, 2);
-        assert!(line.contains("host's 2 CPUs (the scenario's machine has 4)"), "{line}");
+        assert!(
+            line.contains("host's 2 CPUs (the scenario's machine has 4)"),
+            "{line}"
+        );
         // a scenario that fits keeps its CPUs
         assert!(play_host_cpus(&mut four, 8).is_none());
         assert_eq!(four.machine.nodes[0].cpus, 2);

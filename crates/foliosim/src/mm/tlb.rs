@@ -528,9 +528,7 @@ impl Kernel {
             Arch::X86 if batch.cpumask.has_other_than(cpu) => {
                 self.flush_tlb_multi(&batch.cpumask, FlushRange::All, false, None, false)
             }
-            Arch::X86 if batch.cpumask.test(cpu) => {
-                self.flush_tlb_func(cpu, FlushRange::All, None)
-            }
+            Arch::X86 if batch.cpumask.test(cpu) => self.flush_tlb_func(cpu, FlushRange::All, None),
             Arch::X86 => {}
             Arch::Arm64 => self.dsb_ish(),
         }

@@ -182,9 +182,7 @@ pub(super) fn parse_tasks(
             (Some(g), None) => {
                 let mut program = parse_generator_task(&task, g, machine)?;
                 if let Program::Generator(params) = &mut program {
-                    params
-                        .resolve(files)
-                        .map_err(|(k, m)| task.err(&k, m))?;
+                    params.resolve(files).map_err(|(k, m)| task.err(&k, m))?;
                 }
                 program
             }
