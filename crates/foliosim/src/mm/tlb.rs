@@ -98,6 +98,9 @@ pub struct CpuTlb {
     pub itlb_cold: bool,
     /// A flush skipped this CPU while lazy: it flushes when it switches back (tlb_gen check).
     pub stale: bool,
+    /// Other mms whose flushes this CPU missed while running another (v6.14+): each one's
+    /// translations go when the CPU switches back to it (tlb_gen check).
+    pub stale_mms: Vec<u32>,
     gen: u64,
     tags: Vec<u64>,
 }
@@ -134,6 +137,7 @@ impl CpuTlb {
             last_task: u32::MAX,
             itlb_cold: true,
             stale: false,
+            stale_mms: Vec::new(),
             gen: 0,
             tags: vec![TAG_INVALID; entries.max(1)],
         }
@@ -165,7 +169,15 @@ impl CpuTlb {
         &self.tags[self.slot(tag_of(mm, vpn, false, false))]
     }
 
+    /// A flush of `mm` this CPU, running another mm, does not do now.
+    fn note_stale(&mut self, mm: u32) {
+        if !self.stale_mms.contains(&mm) {
+            self.stale_mms.push(mm);
+        }
+    }
+
     pub fn flush_all(&mut self) {
+        self.stale_mms.clear();
         self.gen = (self.gen + 1) & GEN_MASK;
         if self.gen == 0 {
             self.tags.fill(TAG_INVALID);
@@ -251,6 +263,10 @@ impl Kernel {
                 if std::mem::take(&mut c.stale) {
                     c.flush_all();
                 }
+                if let Some(i) = c.stale_mms.iter().position(|&m| m == mm) {
+                    c.stale_mms.swap_remove(i);
+                    c.flush_mm(mm);
+                }
                 c.loaded_mm = mm;
                 c.lazy = false;
                 if prev != mm {
@@ -271,6 +287,7 @@ impl Kernel {
                 c.loaded_mm = NO_MM;
                 c.lazy = true;
             }
+            c.stale_mms.retain(|&m| m != mm);
         }
         self.mms[mm as usize].cpumask = CpuMask::default();
     }
@@ -315,11 +332,10 @@ impl Kernel {
             if let Some(task) = self.tasks.get_mut(t as usize) {
                 task.pending_irq_ns += self.hw.tlb_flush_ipi_receive_ns;
             }
-            // Another mm runs here: the kernel flushes nothing now and drops the mm's stale
-            // translations when the CPU switches back (tlb_gen); the model drops them now, which
-            // comes to the same. From v6.14 the CPU leaves the mask.
+            // Another mm runs here: nothing is flushed now, the mm's translations go when the
+            // CPU switches back (tlb_gen). From v6.14 the CPU leaves the mask.
             if let Some(m) = mm.filter(|&m| self.cpu_tlbs[cpu as usize].loaded_mm != m) {
-                self.cpu_tlbs[cpu as usize].flush_mm(m);
+                self.cpu_tlbs[cpu as usize].note_stale(m);
                 if self.generation().updates_mm_cpumask_lazily() {
                     self.mms[m as usize].cpumask.clear(cpu);
                 }
@@ -384,7 +400,7 @@ impl Kernel {
                 self.cpu_tlbs[cpu as usize].stale = true;
             } else if let Some(m) = mm {
                 // busy with another mm: its translations of `m` go at the switch back
-                self.cpu_tlbs[cpu as usize].flush_mm(m);
+                self.cpu_tlbs[cpu as usize].note_stale(m);
             }
         }
         if interrupted {
