@@ -389,6 +389,28 @@ pub fn find_program(name: &str) -> Option<std::path::PathBuf> {
         .find(|p| p.is_file())
 }
 
+/// Reaps the child (wait4; with `block` false only if it has exited) and returns its exit
+/// status and its user and system CPU time in ns, the children it waited for included.
+pub fn wait_with_usage(
+    child: &std::process::Child,
+    block: bool,
+) -> Option<(std::process::ExitStatus, (u64, u64))> {
+    use std::os::unix::process::ExitStatusExt;
+    let mut status = 0;
+    // SAFETY: wait4 writes only the status and the rusage passed, both owned here.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    let options = if block { 0 } else { libc::WNOHANG };
+    let pid = unsafe { libc::wait4(child.id() as i32, &mut status, options, &mut usage) };
+    if pid <= 0 {
+        return None;
+    }
+    let ns = |t: libc::timeval| t.tv_sec as u64 * 1_000_000_000 + t.tv_usec as u64 * 1_000;
+    Some((
+        std::process::ExitStatus::from_raw(status),
+        (ns(usage.ru_utime), ns(usage.ru_stime)),
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -481,26 +503,4 @@ mod tests {
         assert!(!config_enabled(config, "CONFIG_ZSWAP"));
         assert!(!config_enabled(config, "CONFIG_THP"));
     }
-}
-
-/// Reaps the child (wait4; with `block` false only if it has exited) and returns its exit
-/// status and its user and system CPU time in ns, the children it waited for included.
-pub fn wait_with_usage(
-    child: &std::process::Child,
-    block: bool,
-) -> Option<(std::process::ExitStatus, (u64, u64))> {
-    use std::os::unix::process::ExitStatusExt;
-    let mut status = 0;
-    // SAFETY: wait4 writes only the status and the rusage passed, both owned here.
-    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    let options = if block { 0 } else { libc::WNOHANG };
-    let pid = unsafe { libc::wait4(child.id() as i32, &mut status, options, &mut usage) };
-    if pid <= 0 {
-        return None;
-    }
-    let ns = |t: libc::timeval| t.tv_sec as u64 * 1_000_000_000 + t.tv_usec as u64 * 1_000;
-    Some((
-        std::process::ExitStatus::from_raw(status),
-        (ns(usage.ru_utime), ns(usage.ru_stime)),
-    ))
 }

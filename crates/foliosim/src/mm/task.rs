@@ -193,6 +193,8 @@ impl Kernel {
         // copy_process duplicates the task policy and the interleave position.
         c.mempolicy = parent.mempolicy;
         c.il_prev = parent.il_prev;
+        // the same program: timed the same way
+        c.page_walks_in_user_time = parent.page_walks_in_user_time;
         c.mm = Some(child_mm);
         c.clock_ns = self.clock_ns;
         self.tasks.push(c);

@@ -1031,7 +1031,6 @@ impl Replay {
             Event::Fork { child, .. } => {
                 let name = format!("{}.{child}", self.name);
                 let id = k.fork_task(t, name);
-                k.tasks[id as usize].page_walks_in_user_time = self.instruction_ps.is_some();
                 w.tasks.push(replay_program(
                     w.tasks[t as usize].replay.expect("a replaying task").replay,
                     child,
