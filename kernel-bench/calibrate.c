@@ -19,6 +19,12 @@
  *   pageout_data / pageout_same   MADV_PAGEOUT of pages of class "data" / same-filled
  *                (needs a swap device), ps per page; then reading each page back prints
  *                swapin_data / swapin_same
+ *   unmap_swapped_data / unmap_swapped_same   MADV_PAGEOUT of pages of class "data" /
+ *                same-filled, then munmap of them all while swapped out (every PTE a swap
+ *                entry, freed with its zram slot); ps per page of the munmap
+ *   unmap_resident   munmap of written resident pages (THP off); ps per page
+ *   unmap_resident_64k   the same in 64 KiB folios (hugepages-64kB/enabled "always", checked
+ *                with its anon_fault_alloc); ps per 4 KiB page
  *   pageout_same_64k   the same for same-filled pages in 64 KiB folios (needs
  *                hugepages-64kB/enabled "always" and no larger size enabled; checked with the
  *                size's stats): pageout_same_64k and swapin_same_64k, ps per 4 KiB page
@@ -301,6 +307,59 @@ static void pageout(uint64_t pages, unsigned int data, const char *out_name, con
 		sink += ((volatile char *)mem)[p * PAGE_BYTES];
 	result(in_name, cpu_ns() - start, pages);
 	(void)sink;
+}
+
+/*
+ * munmap of `pages` pages swapped out by MADV_PAGEOUT: zap_pte_range finds a swap entry in each
+ * PTE and frees it (free_swap_and_cache_nr), which tells the device (zram_slot_free_notify:
+ * zs_free of a compressed object, a flag for a same-filled slot).
+ */
+static void unmap_swapped(uint64_t pages, unsigned int data, const char *name)
+{
+	char *mem = map_small(pages);
+	uint64_t start, elapsed, swapped;
+
+	for (uint64_t p = 0; p < pages; p++)
+		fill_page(mem + p * PAGE_BYTES, data, p);
+	if (madvise(mem, pages * PAGE_BYTES, MADV_PAGEOUT)) {
+		skip(name, "madvise(MADV_PAGEOUT)-failed");
+		return;
+	}
+	swapped = rollup_kb("Swap") / 4;
+	if (swapped < pages * 95 / 100) {
+		printf("skip name=%s reason=only-%" PRIu64 "-of-%" PRIu64 "-pages-swapped-out\n",
+		       name, swapped, pages);
+		return;
+	}
+	start = cpu_ns();
+	unmap_aligned(mem, pages * PAGE_BYTES);
+	elapsed = cpu_ns() - start;
+	result(name, elapsed, swapped);
+}
+
+/*
+ * munmap of `pages` written resident pages, in folios of `size_kb` (4: THP off; 64: checked with
+ * the size's anon_fault_alloc): the PTEs cleared, the folios' mappings dropped, the folios
+ * uncharged and freed, and the page tables freed.
+ */
+static uint64_t mthp_stat(unsigned int size_kb, const char *stat);
+
+static void unmap_resident(uint64_t pages, unsigned int size_kb, const char *name)
+{
+	uint64_t folios = pages / (size_kb / 4), before = mthp_stat(size_kb, "anon_fault_alloc");
+	char *mem = size_kb == 4 ? map_small(pages) : map_aligned(pages * PAGE_BYTES);
+	uint64_t start, elapsed;
+
+	populate(mem, pages);
+	if (size_kb != 4 && mthp_stat(size_kb, "anon_fault_alloc") - before < folios * 95 / 100) {
+		printf("skip name=%s reason=fewer-than-95%%-of-faults-got-%ukB-folios\n", name,
+		       size_kb);
+		return;
+	}
+	start = cpu_ns();
+	unmap_aligned(mem, pages * PAGE_BYTES);
+	elapsed = cpu_ns() - start;
+	result(name, elapsed, pages);
 }
 
 /* page_same_filled's test, as drivers/block/zram does it: the last word first, then the rest */
@@ -603,6 +662,14 @@ int main(int argc, char **argv)
 		pageout(pages, DATA_DEFAULT, "pageout_data", "swapin_data");
 	else if (!strcmp(argv[1], "pageout_same"))
 		pageout(pages, DATA_SAME_FILLED, "pageout_same", "swapin_same");
+	else if (!strcmp(argv[1], "unmap_swapped_data"))
+		unmap_swapped(pages, DATA_DEFAULT, "unmap_swapped_data");
+	else if (!strcmp(argv[1], "unmap_swapped_same"))
+		unmap_swapped(pages, DATA_SAME_FILLED, "unmap_swapped_same");
+	else if (!strcmp(argv[1], "unmap_resident"))
+		unmap_resident(pages, 4, "unmap_resident");
+	else if (!strcmp(argv[1], "unmap_resident_64k"))
+		unmap_resident(pages, 64, "unmap_resident_64k");
 	else if (!strcmp(argv[1], "same_scan"))
 		same_scan(pages);
 	else if (!strcmp(argv[1], "zram_read"))

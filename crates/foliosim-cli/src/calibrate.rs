@@ -271,14 +271,17 @@ fn page_and_folio_parts(t_a: f64, pages_a: f64, t_b: f64, pages_b: f64) -> (f64,
     (t_a - per_folio / pages_a, per_folio)
 }
 
+/// The median of a raw measurement, in ns per unit.
+fn median_ns(raw: &BTreeMap<String, Vec<u64>>, name: &str) -> Option<f64> {
+    let v: Vec<i64> = raw.get(name)?.iter().map(|&v| v as i64).collect();
+    spread(&v).map(|s| s.median as f64 / 1000.0)
+}
+
 /// Faults by folio size (not a profile cost: the model charges zeroing per 4 KiB whatever the
 /// order): the per-4 KiB and per-fault parts from the 64 KiB and 2 MiB faults, and what they
 /// predict for a 4 KiB fault against what it measured.
 fn print_fault_scaling(raw: &BTreeMap<String, Vec<u64>>) {
-    let median = |name: &str| {
-        let v: Vec<i64> = raw.get(name)?.iter().map(|&v| v as i64).collect();
-        spread(&v).map(|s| s.median as f64 / 1000.0)
-    };
+    let median = |name: &str| median_ns(raw, name);
     let (Some(t64k), Some(t2m), Some(t4k)) = (
         median("mthp_fault_64k"),
         median("thp_fault"),
@@ -293,6 +296,25 @@ fn print_fault_scaling(raw: &BTreeMap<String, Vec<u64>>) {
          {per_page:.0} per 4 KiB (clearing, per-page PTE) and {per_fault:.0} per fault, \
          which predicts {:.0} for a 4 KiB fault",
         per_page + per_fault
+    );
+}
+
+/// munmap of resident memory by folio size (not a profile cost: the model charges
+/// `pte_update_ns` per page and `page_alloc_ns` per folio freed): the per-4 KiB and per-folio
+/// parts from the order-0 and 64 KiB runs, beside what the profile charges.
+fn print_unmap_scaling(raw: &BTreeMap<String, Vec<u64>>, profile: &HwProfile) {
+    let (Some(t4k), Some(t64k)) = (
+        median_ns(raw, "unmap_resident"),
+        median_ns(raw, "unmap_resident_64k"),
+    ) else {
+        return;
+    };
+    let (per_page, per_folio) = page_and_folio_parts(t4k, 1.0, t64k, MTHP_PAGES);
+    eprintln!(
+        "calibrate: munmap of resident anonymous memory (ns per 4 KiB, medians): 4 KiB folios \
+         {t4k:.0}, 64 KiB folios {t64k:.0}: {per_page:.0} per 4 KiB and {per_folio:.0} per folio, \
+         where the model charges {} (pte_update_ns) and {} (page_alloc_ns)",
+        profile.costs.pte_update_ns, profile.costs.page_alloc_ns
     );
 }
 
@@ -319,8 +341,9 @@ fn costs(raw: &BTreeMap<String, Vec<u64>>, base: &HwProfile) -> Vec<Measured> {
             "a random pointer chase, one load per page, over 256 MiB of resident THP-backed memory"),
         derive(raw, "zram_compress_ns", &["pageout_data", "pageout_same"], |v| ns(v[0] - v[1]),
             "MADV_PAGEOUT to zram (lzo) of pages of the data class minus of same-filled pages, which take the same path but are not compressed"),
-        derive(raw, "zram_decompress_ns", &["swapin_data", "swapin_same"], |v| ns(v[0] - v[1]),
-            "swap-in fault from zram of a data-class page minus of a same-filled one"),
+        derive(raw, "zram_decompress_ns", &["swapin_data", "swapin_same", "unmap_swapped_data", "unmap_swapped_same"],
+            |v| ns(v[0] - v[1] - (v[2] - v[3])),
+            "swap-in fault from zram of a data-class page minus of a same-filled one, minus the measured zram_free_ns (the data page's slot frees a compressed object after the swap-in)"),
         derive(raw, "zram_same_page_ns", &["same_scan"], |v| ns(v[0]),
             "zram's page_same_filled test (last word, then every word) over 64 MiB of resident same-filled pages, per page; the read side's fill (memset of the page) is charged at the same cost"),
         derive(raw, "zram_page_write_ns", &["pageout_same", "pageout_same_64k", "same_scan"],
@@ -329,6 +352,10 @@ fn costs(raw: &BTreeMap<String, Vec<u64>>, base: &HwProfile) -> Vec<Measured> {
         derive(raw, "zram_page_read_ns", &["zram_read_4k", "zram_read_64k", "same_scan"],
             |v| ns(per_page_ps(v[0], v[1]) - v[2]),
             "O_DIRECT reads of 64 MiB of empty zram blocks (filled as same-filled pages are) as 64 KiB and as 4 KiB requests, per 4 KiB: (16 t64K - t4K) / 15, minus the measured zram_same_page_ns; includes pinning the user page for O_DIRECT, not the slot's free notification after a swap-in"),
+        derive(raw, "swap_free_ns", &["unmap_swapped_same"], |v| ns(v[0] - pte_ps),
+            "munmap of 64 MiB of same-filled pages swapped out to zram, per page (each PTE a swap entry, freed with its slot, whose zram flag is cleared), minus the base profile's pte_update_ns"),
+        derive(raw, "zram_free_ns", &["unmap_swapped_data", "unmap_swapped_same"], |v| ns(v[0] - v[1]),
+            "munmap of 64 MiB of data-class pages swapped out to zram minus of same-filled ones, per page: zs_free of each page's compressed object"),
         derive(raw, "split_subpage_ns", &["thp_split_data"], |v| ns(v[0] - 2.0 * pte_ps),
             "splits of 256 MiB of PMD THPs (each by MADV_COLD of its last 4 KiB, split_folio on the LRU) whose every subpage starts with a non-zero word, per 4 KiB, minus twice the base profile's pte_update_ns (the model's PTE clear and restore); the per-folio work (PMD split, unmap, one flush) amortised over 512"),
         derive(raw, "split_zero_subpage_ns", &["thp_split_zero", "thp_split_data", "same_scan"],
@@ -427,6 +454,7 @@ pub fn calibrate(args: &CalibrateArgs) -> Result<(), Failure> {
         }
     }
     print_fault_scaling(&raw);
+    print_unmap_scaling(&raw, &base);
     let measured = costs(&raw, &base);
     let conditions = conditions.join(", ");
     eprintln!("calibrate: conditions: {conditions}");
@@ -590,6 +618,10 @@ fn measure_all(
             ("pageout_data", FAULT_PAGES),
             ("pageout_same", FAULT_PAGES),
             ("pageout_same_64k", FAULT_PAGES),
+            ("unmap_swapped_data", FAULT_PAGES),
+            ("unmap_swapped_same", FAULT_PAGES),
+            ("unmap_resident", FAULT_PAGES),
+            ("unmap_resident_64k", FAULT_PAGES),
             ("zram_read", FAULT_PAGES),
             ("mthp_fault_64k", RESIDENT_PAGES),
         ],
@@ -661,6 +693,27 @@ mod tests {
             .iter()
             .map(|&(k, v)| (k.to_string(), vec![v, v, v]))
             .collect()
+    }
+
+    #[test]
+    fn swap_free_costs_come_from_munmaps_of_swapped_pages_and_leave_decompression_without_them() {
+        let base = hw::profile("x86-server").unwrap();
+        let c = &base.costs;
+        // a swap PTE's zap: the PTE, then 45 ns of entry free; a data page's also a 280 ns
+        // zs_free, which its swap-in pays too, beside 1,900 ns of decompression
+        let same_ns = c.pte_update_ns + 45;
+        let raw = three_runs(&[
+            ("unmap_swapped_same", same_ns * 1000),
+            ("unmap_swapped_data", (same_ns + 280) * 1000),
+            ("swapin_same", 3_000_000),
+            ("swapin_data", (3_000 + 1_900 + 280) * 1000),
+        ]);
+        let measured = costs(&raw, &base);
+        let cost = |name: &str| measured.iter().find(|m| m.cost == name).map(|m| m.spread);
+        assert_eq!(cost("swap_free_ns").unwrap().median, 45);
+        assert_eq!(cost("zram_free_ns").unwrap().median, 280);
+        assert_eq!(cost("zram_decompress_ns").unwrap().median, 1_900);
+        assert_eq!(measured.len(), 3);
     }
 
     #[test]

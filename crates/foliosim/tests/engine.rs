@@ -761,6 +761,35 @@ fn thp_zero_split_drops_zero_subpages_instead_of_writing_them() {
     }
 }
 
+/// Reclaim's split (MADV_PAGEOUT of THPs with CONFIG_THP_SWAP=n) maps the zero-filled subpages
+/// to the zero page in both; v6.12 frees those tails in the split, v6.18 leaves them on reclaim's
+/// list, where each gets a swap slot and gives it back in pageout (no swap PTE refers to it) and
+/// is freed when put back: on 6.18.44, nr_vmscan_write counts every subpage of the 10 GiB test.
+#[test]
+fn v6_18_sends_the_zero_filled_tails_of_an_isolated_split_through_pageout() {
+    let swap_alloc_ns = |r: &RunResult| {
+        r.tasks[0]["time_breakdown_ns"]["swap_alloc"]
+            .as_u64()
+            .unwrap()
+    };
+    let v6_12 = zero_subpage("v6.12", "zram-best");
+    let v6_18 = zero_subpage("v6.18", "zram-best");
+    for (r, written) in [(&v6_12, 32), (&v6_18, 32 * 512)] {
+        assert_eq!(r.vmstat["thp_split_page"], 32);
+        assert_eq!(r.vmstat["pswpout"], 32, "only the written head of each THP");
+        assert_eq!(r.vmstat["nr_vmscan_write"], written);
+        // every page is freed: the zero tails, and the heads once written
+        assert!(r.vmstat["pgfree"] >= 32 * 512, "{}", r.vmstat["pgfree"]);
+    }
+    let slot_ns = foliosim::machine::hw::profile("x86-server")
+        .unwrap()
+        .costs
+        .swap_slot_alloc_ns;
+    // v6.18: a slot for every subpage; v6.12: for the heads (and the THPs' failed attempts)
+    assert!(swap_alloc_ns(&v6_18) >= 32 * 512 * slot_ns);
+    assert!(swap_alloc_ns(&v6_12) <= 32 * 2 * slot_ns);
+}
+
 #[test]
 fn v6_12_maps_zero_subpages_of_a_partly_unmapped_thp_to_the_zero_page() {
     let toml = r#"

@@ -88,10 +88,23 @@ pub fn parse_mm_stat(text: &str) -> Counters {
         .collect()
 }
 
+/// Node counters whose names start with nr_ but which only grow: events, like the rest of
+/// /proc/vmstat's counters that are not levels.
+const NR_EVENTS: [&str; 7] = [
+    "nr_dirtied",
+    "nr_written",
+    "nr_vmscan_write",
+    "nr_vmscan_immediate_reclaim",
+    "nr_throttled_written",
+    "nr_foll_pin_acquired",
+    "nr_foll_pin_released",
+];
+
 /// /proc/vmstat items that are levels rather than event counts: their difference over a run is
 /// not a count of anything, so run deltas leave them out.
 pub fn is_vmstat_level(name: &str) -> bool {
-    (name.starts_with("nr_") && !name.starts_with("nr_tlb_")) || name == "workingset_nodes"
+    (name.starts_with("nr_") && !name.starts_with("nr_tlb_") && !NR_EVENTS.contains(&name))
+        || name == "workingset_nodes"
 }
 
 /// `after - before` for every counter in `after` (0 where a counter went down: a level).
@@ -477,6 +490,8 @@ mod tests {
         assert!(!d.contains_key("bad"));
         assert!(is_vmstat_level("nr_free_pages"));
         assert!(!is_vmstat_level("nr_tlb_remote_flush"));
+        assert!(!is_vmstat_level("nr_vmscan_write"));
+        assert!(!is_vmstat_level("nr_dirtied"));
         assert!(!is_vmstat_level("pswpin"));
     }
 

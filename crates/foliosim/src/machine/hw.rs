@@ -130,6 +130,11 @@ hw_costs! {
     memcg_charge_ns,
     /// Allocating one swap slot range (cluster lock, swap_map update).
     swap_slot_alloc_ns,
+    /// Dropping one swap PTE's reference to its slot (at unmap or swap-in) and, when it was the
+    /// last, freeing the entry: the swap_map and cluster counts under the cluster lock, the swap
+    /// cgroup record, and the device's slot-free notification (zram: the slot lock, flags and
+    /// statistics, but not the free of a compressed object).
+    swap_free_ns,
     /// One streaming 8-byte store to resident memory from a user loop like usemem's, in
     /// picoseconds.
     word_write_ns_x1000,
@@ -166,8 +171,11 @@ hw_costs! {
     /// a large folio's bio one page at a time).
     zram_page_write_ns,
     /// zram's own work per 4 KiB read, besides decompression and the same-filled fill: the slot
-    /// lock, the object lookup, the statistics, and the slot's free notification afterwards.
+    /// lock, the object lookup and the statistics.
     zram_page_read_ns,
+    /// zram freeing one compressed object when its slot is freed (zs_free: the size class's
+    /// lock, the zspage's fullness group, and the zspage itself once it is empty).
+    zram_free_ns,
     /// bio submission plus completion, per request (not per page).
     block_io_overhead_ns,
     // memory tiers

@@ -75,6 +75,8 @@ time_kinds! {
     MemcgCharge = "memcg_charge" ["memcg_charge_ns"],
     /// Allocating swap slots.
     SwapAlloc = "swap_alloc" ["swap_slot_alloc_ns"],
+    /// Freeing swap entries (unmap, swap-in) and the objects zram holds for them.
+    SwapFree = "swap_free" ["swap_free_ns", "zram_free_ns"],
     /// Scanning a folio for zeros before swap-out (the zeromap, v6.12+).
     ZeroCheck = "zero_check" ["dram_bandwidth_bytes_per_s", "dram_read_latency_ns"],
     /// The CPU side of block I/O: bio submission and completion, brd's copies, zram's own work

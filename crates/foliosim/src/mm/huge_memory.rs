@@ -7,9 +7,11 @@
 //! thp_split_page counts every large folio before v6.12 and only PMD-sized ones from v6.12, when
 //! the per-size `split` counter took over. Left out: splitting to non-zero orders, file folios,
 //! and the deferred-split shrinker. Zero-filled subpages: from v6.12 they map the shared zero
-//! page after any split of an anonymous folio; with `+thp_zero_split` (the 2021 series, in
-//! mm/features/thp_zero_split.rs) an isolated THP's are unmapped and freed. Folios in the swap
-//! cache keep all their subpages here.
+//! page after any split of an anonymous folio, and v6.12 frees an isolated folio's tails that
+//! nothing maps any more in the split; v6.18 leaves them on reclaim's list (measured on 6.18.44,
+//! `Generation::frees_unmapped_tails_of_isolated_split`). With `+thp_zero_split` (the 2021
+//! series, in mm/features/thp_zero_split.rs) an isolated THP's are unmapped and freed. Folios in
+//! the swap cache keep all their subpages here.
 
 use super::folio::{pg, FolioId};
 use super::pagetable::{self as pt};
@@ -135,9 +137,10 @@ impl Kernel {
 
     /// Zero-filled subpages after a split: each PTE that maps one becomes `replacement` (v6.12:
     /// the shared zero page, remap_page with RMP_USE_SHARED_ZEROPAGE; +thp_zero_split: none,
-    /// its try_to_unmap_clean). A subpage nothing maps any more is freed; the head too when the
-    /// split folio was not isolated (its caller's reference was the last). Returns the indices of
-    /// the freed pages and the number of PTEs replaced.
+    /// its try_to_unmap_clean). A subpage nothing maps any more is freed when the split folio was
+    /// not isolated (the split's reference was the last), and of an isolated one the tails when
+    /// `free_isolated_tails` (the head stays the caller's). Returns the indices of the freed pages
+    /// and the number of PTEs replaced.
     pub(in crate::mm) fn drop_zero_subpages(
         &mut self,
         head: FolioId,
@@ -145,6 +148,7 @@ impl Kernel {
         mappings: &[(u32, usize)],
         replacement: pt::Pte,
         isolated: bool,
+        free_isolated_tails: bool,
     ) -> (Vec<u32>, u64) {
         let index = self.mem.index(head);
         let mut freed = Vec::new();
@@ -170,7 +174,8 @@ impl Kernel {
                     replaced += 1;
                 }
             }
-            if (i > 0 || !isolated) && self.mem.mapcount(page) == 0 {
+            let freeable = !isolated || (i > 0 && free_isolated_tails);
+            if freeable && self.mem.mapcount(page) == 0 {
                 self.free_folio(page);
                 freed.push(i);
             }
@@ -281,7 +286,8 @@ impl Kernel {
         let dropped = if swap.is_some() || shmem {
             Vec::new()
         } else if self.generation().remaps_zero_subpages_on_split() {
-            self.drop_zero_subpages(folio, nr, &mappings, pt::ZERO_PAGE, !on_lru)
+            let free_tails = self.generation().frees_unmapped_tails_of_isolated_split();
+            self.drop_zero_subpages(folio, nr, &mappings, pt::ZERO_PAGE, !on_lru, free_tails)
                 .0
         } else {
             self.thp_zero_split_hook_split(folio, nr, &mappings, on_lru)

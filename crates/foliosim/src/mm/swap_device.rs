@@ -10,7 +10,8 @@
 //! the same work per page in every version the generations model): the bio's overhead is
 //! charged once per request, zram's slot, table and statistics work once per page
 //! (`zram_page_write_ns`, `zram_page_read_ns`), besides each page's compression or same-filled
-//! scan and fill.
+//! scan and fill; a freed slot's compressed object costs its zs_free (`zram_free_ns`), charged to
+//! the task that freed the slot.
 //! zram's figures follow its mm_stat, and the memory holding its compressed objects is taken from
 //! the machine (whole pages, as zsmalloc packs objects; its fragmentation is not modelled). Left
 //! out: zram's memory limit, writeback device and recompression; brd's own memory; request
@@ -84,6 +85,7 @@ impl super::swapfile::SwapInfo {
             z.same_pages -= 1;
         } else {
             z.compr_data_size -= zram_compressed_bytes(c);
+            self.zram_frees_uncharged += 1;
         }
     }
 }
@@ -102,6 +104,13 @@ impl Kernel {
             self.wait_until(TimeKind::IoWait, done);
             self.complete_swap_writeback();
         }
+    }
+
+    /// zs_free of the compressed objects zram forgot since the last charge, charged to the task
+    /// that freed their slots.
+    pub fn charge_zram_frees(&mut self, dev: u32) {
+        let freed = std::mem::take(&mut self.swap[dev as usize].zram_frees_uncharged);
+        self.spend(TimeKind::SwapFree, freed * self.hw.zram_free_ns);
     }
 
     /// Grows or shrinks the pages zram holds to what its compressed data needs. Growing may fail

@@ -81,6 +81,7 @@ impl Kernel {
         debug_assert_eq!(si.swap_map[off as usize], SWAP_HAS_CACHE);
         si.free_slots_range(off, 1, now);
         si.slot_freed(off);
+        self.charge_zram_frees(dev);
     }
 
     /// folio_alloc_swap for an order-0 folio.

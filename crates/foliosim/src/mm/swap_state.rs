@@ -122,6 +122,7 @@ impl Kernel {
             for s in off..off + nr {
                 si.slot_freed(s);
             }
+            self.charge_zram_frees(dev);
             return;
         }
         for s in off..off + nr {
@@ -170,6 +171,7 @@ impl Kernel {
 
     /// free_swap_and_cache: a swap PTE went away.
     pub fn free_swap_and_cache(&mut self, dev: u32, off: u32) {
+        self.spend(super::TimeKind::SwapFree, self.hw.swap_free_ns);
         let si = &mut self.swap[dev as usize];
         si.swap_map[off as usize] -= 1;
         let m = si.swap_map[off as usize];

@@ -111,6 +111,8 @@ pub struct SwapInfo {
     pub zram: super::swap_device::ZramStat,
     /// zram: which slots hold a stored object (empty for other kinds).
     pub zram_stored: Vec<bool>,
+    /// zram: compressed objects freed since `Kernel::charge_zram_frees` last charged for them.
+    pub zram_frees_uncharged: u64,
     /// zswap: the entry of each slot it holds (empty while zswap is off).
     pub zswap: Vec<Option<super::zswap::ZswapEntry>>,
     /// zswap: slots freed since `Kernel::zswap_settle` last freed their entries.
@@ -179,6 +181,7 @@ impl SwapInfo {
             } else {
                 Vec::new()
             },
+            zram_frees_uncharged: 0,
             zswap: Vec::new(),
             zswap_freed: Vec::new(),
         };
@@ -762,6 +765,7 @@ impl Kernel {
         }
         slots.clear();
         self.swap[d].deferred_slot_frees = slots;
+        self.charge_zram_frees(dev);
     }
 
     pub fn swap_duplicate(&mut self, dev: u32, off: u32) {
@@ -778,6 +782,8 @@ impl Kernel {
         if *m == 0 {
             self.free_swap_slot(dev, off);
         }
+        self.spend(super::TimeKind::SwapFree, self.hw.swap_free_ns);
+        self.charge_zram_frees(dev);
     }
 }
 

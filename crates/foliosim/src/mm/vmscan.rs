@@ -8,6 +8,8 @@
 //! folios are always deactivated), folio_check_references (one reference per mapping), the
 //! anonymous branch of shrink_folio_list (early split rule, add_to_swap, split on failure with the
 //! fallback counters, try_to_unmap, pageout, __remove_mapping), and balance_pgdat for kswapd.
+//! pageout counts nr_vmscan_write; a folio no swap PTE refers to leaves the swap cache there
+//! instead of being written (swap_writeout's folio_free_swap) and is freed when put back.
 //! Page-cache folios (mm/filemap.rs) live on the file lists: both kinds are scanned in
 //! proportion to their size, clean file folios are freed (or demoted first; mapped ones are
 //! unmapped first), and active file folios are deactivated keeping PG_referenced, except those
@@ -806,8 +808,11 @@ impl Kernel {
                 self.try_to_unmap_flush_dirty();
                 sc.nr_pageout += nr;
                 match self.shmem_writeout(folio, list) {
-                    ShmemWrite::Swapped(SwapWrite::Done) => {}
+                    ShmemWrite::Swapped(SwapWrite::Done) => {
+                        self.stat.count(Vm::NrVmscanWrite, nr);
+                    }
                     ShmemWrite::Swapped(SwapWrite::InFlight) => {
+                        self.stat.count(Vm::NrVmscanWrite, nr);
                         self.mem.set(folio, pg::RECLAIM);
                         self.putback_folio(folio, false);
                         continue;
@@ -853,10 +858,28 @@ impl Kernel {
             }
             if self.mem.test(folio, pg::DIRTY) {
                 self.try_to_unmap_flush_dirty();
-                sc.nr_pageout += self.mem.nr_pages(folio) as u64;
+                let nr = self.mem.nr_pages(folio);
+                sc.nr_pageout += nr as u64;
+                if self.folio_free_swap(folio) {
+                    // swap_writeout: no swap PTE refers to the folio (nothing maps it, as the
+                    // zero-filled tails of a v6.18 split), so it leaves the swap cache, redirtied,
+                    // instead of being written; reclaim keeps it, and putting it back drops the
+                    // last reference (move_folios_to_lru): the folio is freed, not reclaimed.
+                    self.spend(super::TimeKind::SwapFree, nr as u64 * self.hw.swap_free_ns);
+                    self.stat.count(Vm::NrVmscanWrite, nr as u64);
+                    if self.mem.mapcount(folio) == 0 && !self.mem.is_shmem(folio) {
+                        self.free_folio(folio);
+                    } else {
+                        self.putback_folio(folio, false);
+                    }
+                    continue;
+                }
                 match self.swap_writepage(folio) {
-                    super::swap_state::SwapWrite::Done => {}
+                    super::swap_state::SwapWrite::Done => {
+                        self.stat.count(Vm::NrVmscanWrite, nr as u64);
+                    }
                     super::swap_state::SwapWrite::InFlight => {
+                        self.stat.count(Vm::NrVmscanWrite, nr as u64);
                         // Asynchronous device: the folio is freed once its writeback completes.
                         self.mem.set(folio, pg::RECLAIM);
                         self.putback_folio(folio, false);

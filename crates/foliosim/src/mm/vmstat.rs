@@ -38,6 +38,7 @@ counters!(
     NrWriteback = "nr_writeback",
     NrDirtied = "nr_dirtied",
     NrWritten = "nr_written",
+    NrVmscanWrite = "nr_vmscan_write",
     NrVmscanImmediateReclaim = "nr_vmscan_immediate_reclaim",
     Pgactivate = "pgactivate",
     Pgdeactivate = "pgdeactivate",

@@ -56,6 +56,15 @@ impl Generation {
         self >= Generation::V6_12
     }
 
+    /// v6.12 (Yu Zhao's "free zapped tail pages when splitting isolated thp", in the series that
+    /// remaps zero-filled subpages): the split of an isolated folio (reclaim's) frees the tails
+    /// nothing maps any more. v6.18 does not: on 6.18.44, MADV_PAGEOUT of THPs whose subpages
+    /// are zero but the first sends every subpage through pageout (nr_vmscan_write counts all of
+    /// them), so the tails stay on reclaim's list and go when it lets them go.
+    pub fn frees_unmapped_tails_of_isolated_split(self) -> bool {
+        self == Generation::V6_12
+    }
+
     /// After v6.12 (per-order swpin_fallback counters; v6.18 here): a large swap-in that falls
     /// back to order 0 is counted per size.
     pub fn counts_mthp_swpin_fallback(self) -> bool {

@@ -28,7 +28,8 @@ impl Kernel {
         if on_lru || !self.spec.profile.thp_zero_split {
             return Vec::new();
         }
-        let (freed, unmapped) = self.drop_zero_subpages(folio, nr, mappings, pt::PTE_NONE, true);
+        let (freed, unmapped) =
+            self.drop_zero_subpages(folio, nr, mappings, pt::PTE_NONE, true, true);
         self.stat.count(Vm::ThpSplitUnmap, unmapped);
         self.stat.count(Vm::ThpSplitFree, freed.len() as u64);
         freed
