@@ -302,28 +302,103 @@ impl Kernel {
         }
     }
 
-    /// The CPU task `t` last ran on, if nothing else ran there since and it is free by the
-    /// task's clock (the scheduler keeps a task where its cache is warm); otherwise the CPU of its
-    /// node that frees up first (any CPU for a CPU-less node).
+    /// The CPU task `t` runs on, as per-CPU runqueues place it (kernel/sched/fair.c): a task
+    /// stays on the CPU it last ran on and waits there while that CPU is busy, unless a CPU of its
+    /// node is idle when it becomes runnable (idle balancing pulls it) or its CPU has at least two
+    /// more runnable tasks than another (the load balancer moves one). A task that has not run
+    /// yet, or whose CPU is on another node, starts on the CPU of its node that frees up first
+    /// (any CPU for a CPU-less node). Left out: wake-affine placement, SMT and cache domains, and
+    /// the balancer's periods: it acts at once.
     pub fn pick_cpu(&self, node: u32, t: u32) -> u32 {
         let task = &self.tasks[t as usize];
-        if let Some(c) = task.last_cpu {
-            let warm = self.cpus[c as usize].node == node
-                && !self.nodes[node as usize].cpus.is_empty()
-                && self.cpu_tlbs[c as usize].last_task == t
-                && self.cpus[c as usize].busy.busy_until_ns <= task.clock_ns;
-            if warm {
-                return c;
-            }
-        }
-        let earliest = |c: &u32| (self.cpus[*c as usize].busy.busy_until_ns, *c);
-        let cpus = &self.nodes[node as usize].cpus;
-        if cpus.is_empty() {
-            (0..self.cpus.len() as u32)
-                .min_by_key(earliest)
-                .unwrap_or(0)
+        let all: Vec<u32>;
+        let cpus: &[u32] = if self.nodes[node as usize].cpus.is_empty() {
+            all = (0..self.cpus.len() as u32).collect();
+            &all
         } else {
-            cpus.iter().copied().min_by_key(earliest).unwrap_or(0)
+            &self.nodes[node as usize].cpus
+        };
+        let idle = |c: u32| self.cpus[c as usize].busy.busy_until_ns <= task.clock_ns;
+        let earliest = |c: &u32| (self.cpus[*c as usize].busy.busy_until_ns, *c);
+        let Some(own) = task.last_cpu.filter(|c| cpus.contains(c)) else {
+            return cpus.iter().copied().min_by_key(earliest).unwrap_or(0);
+        };
+        if idle(own) {
+            return own;
         }
+        if let Some(&c) = cpus.iter().find(|&&c| idle(c)) {
+            return c;
+        }
+        let queued = |c: u32| {
+            self.tasks
+                .iter()
+                .filter(|o| o.state == TaskState::Runnable && o.last_cpu == Some(c))
+                .count()
+        };
+        let own_queued = queued(own);
+        let (least, least_queued) = cpus
+            .iter()
+            .map(|&c| (c, queued(c)))
+            .min_by_key(|&(c, n)| (n, c))
+            .unwrap_or((own, own_queued));
+        if own_queued >= least_queued + 2 {
+            least
+        } else {
+            own
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Two CPUs and four processes that have each run once: p0 and p1 on CPU 0, p2 and p3 on
+    /// CPU 1, all runnable, both CPUs busy until 100 µs.
+    fn four_on_two() -> Kernel {
+        let toml = r#"
+name = "t"
+[[machine.node]]
+memory = "256M"
+cpus = 2
+"#
+        .to_string()
+            + &(0..4)
+                .map(|i| format!("[[task]]\nname = \"p{i}\"\nops = [{{ op = \"mmap\", region = \"a\", size = \"1M\" }}]\n"))
+                .collect::<String>();
+        let (mut k, first) = crate::mm::boot_for_test(&toml, "v6.18");
+        for (i, t) in (first..first + 4).enumerate() {
+            k.tasks[t as usize].last_cpu = Some(i as u32 / 2);
+            k.tasks[t as usize].clock_ns = 50_000;
+        }
+        for c in 0..2 {
+            k.cpus[c].busy.busy_until_ns = 100_000;
+        }
+        k
+    }
+
+    #[test]
+    fn a_task_waits_on_its_own_busy_cpu_unless_another_is_idle_or_much_less_loaded() {
+        let mut k = four_on_two();
+        let first = k.tasks.iter().position(|t| t.is_user()).unwrap() as u32;
+        // both busy, two runnable on each: stays where it ran (a global queue took the first
+        // CPU to free up, and so spread every task over every CPU)
+        k.cpus[1].busy.busy_until_ns = 90_000;
+        assert_eq!(k.pick_cpu(0, first), 0);
+        // CPU 1 idle when the task became runnable: idle balancing pulls it
+        k.cpus[1].busy.busy_until_ns = 40_000;
+        assert_eq!(k.pick_cpu(0, first), 1);
+        // both busy, but CPU 0 has all four runnable tasks: the balancer moves one
+        k.cpus[1].busy.busy_until_ns = 100_000;
+        for t in first..first + 4 {
+            k.tasks[t as usize].last_cpu = Some(0);
+        }
+        assert_eq!(k.pick_cpu(0, first), 1);
+        // three against one: moving one evens them out
+        k.tasks[first as usize + 3].last_cpu = Some(1);
+        assert_eq!(k.pick_cpu(0, first), 1);
+        // two against one: moving one would only swap the imbalance, so it stays
+        k.tasks[first as usize + 2].state = TaskState::Blocked;
+        assert_eq!(k.pick_cpu(0, first), 0);
     }
 }
