@@ -342,8 +342,6 @@ static void unmap_swapped(uint64_t pages, unsigned int data, const char *name)
  * the size's anon_fault_alloc): the PTEs cleared, the folios' mappings dropped, the folios
  * uncharged and freed, and the page tables freed.
  */
-static uint64_t mthp_stat(unsigned int size_kb, const char *stat);
-
 static void unmap_resident(uint64_t pages, unsigned int size_kb, const char *name)
 {
 	uint64_t folios = pages / (size_kb / 4), before = mthp_stat(size_kb, "anon_fault_alloc");

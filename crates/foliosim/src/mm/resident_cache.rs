@@ -113,6 +113,8 @@ ops = [{{ op = "sleep", time = "1ms" }}]
         let vi = k.mms[mm as usize].find_vma(start).unwrap();
         k.madvise_cold_or_pageout(mm, vi, 0, 64, true);
         assert_eq!(k.stat.get(Vm::Pswpout), 64);
+        // zram completes each write at once, and folio_end_writeback counts it written
+        assert_eq!(k.stat.get(Vm::NrWritten), 64);
         // the statistics as they are now, whenever the periodic flush falls
         k.memcg_stats_flush();
         for i in 0..64 {

@@ -231,6 +231,8 @@ impl Kernel {
         }
         let done_ns = self.swap_device_write(dev, off, nr);
         if self.swap[dev as usize].synchronous() {
+            // the bio completed inside the submission: folio_end_writeback counts it written
+            self.stat.count(Vm::NrWritten, nr as u64);
             return SwapWrite::Done;
         }
         self.mem.set(folio, pg::WRITEBACK);
@@ -269,6 +271,8 @@ impl Kernel {
                 }
                 self.swap[dev].inflight.pop_front();
                 self.mem.clear(folio, pg::WRITEBACK);
+                self.stat
+                    .count(Vm::NrWritten, self.mem.nr_pages(folio) as u64);
                 if self.mem.test(folio, pg::RECLAIM) {
                     self.mem.clear(folio, pg::RECLAIM);
                     self.folio_rotate_reclaimable(folio);
