@@ -135,6 +135,45 @@ fn task_figure(owned: &[&table::ResultTask], key: &str) -> Option<f64> {
     }
 }
 
+/// At most this many processes get rows of their own (a scenario of hundreds, kbuild-like's
+/// jobs, keeps its per-task sums only).
+const MAX_PROCESS_ROWS: usize = 16;
+
+/// Each process's exit and system time, where a scenario task runs several (usemem-0,
+/// usemem-1, ...) or forks children, which no scenario task names: the sums above hide which
+/// process did the work (which one reclaims for the others, how long a child ran).
+fn process_rows(scenario: &Scenario, sim: &RunResult, live: &RunResult) -> Vec<Row> {
+    let name = |t: &table::ResultTask| t.get("name").and_then(Value::as_str).map(str::to_string);
+    let own: Vec<&table::ResultTask> = sim
+        .tasks
+        .iter()
+        .filter(|t| name(t).is_some_and(|n| !scenario.tasks.iter().any(|s| s.name == n)))
+        .collect();
+    if own.len() > MAX_PROCESS_ROWS {
+        return Vec::new();
+    }
+    let mut rows = Vec::new();
+    for s in own {
+        let Some(l) = live.tasks.iter().find(|l| name(l) == name(s)) else {
+            continue;
+        };
+        for (key, label) in [("exit_ns", "exit (ms)"), ("sys_ns", "sys (ms)")] {
+            let (Some(sv), Some(lv)) = (
+                s.get(key).and_then(Value::as_f64),
+                l.get(key).and_then(Value::as_f64),
+            ) else {
+                continue;
+            };
+            rows.push(Row::figure(
+                format!("{} {label}", name(s).unwrap_or_default()),
+                sv / 1e6,
+                lv / 1e6,
+            ));
+        }
+    }
+    rows
+}
+
 /// The rows comparing a simulated run with the live run of the same variant: times, iteration
 /// means, then every counter either side counted (/proc/vmstat names the simulator has,
 /// per-size mTHP stats, the scenario's cgroups, zram).
@@ -166,6 +205,7 @@ pub fn rows(scenario: &Scenario, sim: &RunResult, live: &RunResult) -> Vec<Row> 
             }
         }
     }
+    rows.extend(process_rows(scenario, sim, live));
     let iterations = sim.iterations.len().min(live.iterations.len());
     if iterations > 0 {
         for key in ["swpout_inc", "fallback_inc", "fallback_pct", "time_ns"] {
@@ -799,6 +839,39 @@ mod tests {
             (last.label.as_str(), last.sim, last.live),
             ("zswap/pool_limit_hit", 53_862.0, 56_282.0)
         );
+    }
+
+    #[test]
+    fn each_process_and_forked_child_gets_its_exit_and_sys_rows() {
+        let task = |name: &str, exit_ms: u64, sys_ms: u64| {
+            serde_json::json!({"name": name, "exit_ns": exit_ms * 1_000_000, "sys_ns": sys_ms * 1_000_000})
+                .as_object()
+                .unwrap()
+                .clone()
+        };
+        let mut sim = result("v6.18");
+        let mut live = result("live-6.18.1");
+        // "t" is the scenario's task; "t-1" a second process of it; "child" a fork of it
+        sim.tasks = vec![task("t", 10, 5), task("t-1", 12, 6), task("child", 30, 20)];
+        live.tasks = vec![task("child", 60, 40), task("t", 11, 5), task("t-1", 12, 6)];
+        let rows = rows(&scenario(), &sim, &live);
+        let labels: Vec<&str> = rows.iter().map(|r| r.label.as_str()).collect();
+        assert_eq!(
+            labels,
+            vec![
+                "run time (ms)",
+                "t exit (ms)",
+                "t sys (ms)",
+                "t-1 exit (ms)",
+                "t-1 sys (ms)",
+                "child exit (ms)",
+                "child sys (ms)"
+            ]
+        );
+        assert_eq!(rows[6].ratio(), Some(0.5));
+        // a process the live run does not have gets no rows
+        live.tasks.retain(|t| t["name"] != "child");
+        assert_eq!(rows_len(&sim, &live), 5);
     }
 
     fn rows_len(sim: &RunResult, live: &RunResult) -> usize {
