@@ -362,6 +362,7 @@ fn costs(raw: &BTreeMap<String, Vec<u64>>, base: &HwProfile) -> Vec<Measured> {
             |v| ns(v[0] - v[1] - v[2] - page_free_ps),
             "the same splits of zero-filled THPs (v6.12+ maps each subpage to the shared zero page and frees it) minus those of THPs whose subpages are not zero, per 4 KiB, minus the zero test (the measured zram_same_page_ns, a full-page scan) and the base profile's page_alloc_ns (the free): the zero-page PTE, the mm counter, the memcg uncharge and the LRU removal"),
         flush_ipi(raw),
+        flush_ipi_received(raw),
     ];
     candidates.into_iter().flatten().collect()
 }
@@ -403,6 +404,33 @@ fn flush_ipi(raw: &BTreeMap<String, Vec<u64>>) -> Option<Measured> {
              CPU minus without it, divided by the flush IPIs that CPU received per call \
              (/proc/interrupts' TLB row); the {} of {runs} runs in which at least {:.0} % of the \
              calls sent one: the flush IPI sent and waited for",
+            spread.runs,
+            MIN_IPIS_PER_CALL * 100.0
+        ),
+    })
+}
+
+/// `tlb_flush_ipi_receive_ns` from the same runs as [`flush_ipi`]: the time the spinning thread
+/// lost per flush IPI it received (its spins against its own pace before the calls). None when
+/// no run qualifies.
+fn flush_ipi_received(raw: &BTreeMap<String, Vec<u64>>) -> Option<Measured> {
+    let received = raw.get("mprotect_remote_received")?;
+    let ipis = raw.get("mprotect_remote_ipis_per_million")?;
+    let values: Vec<i64> = received
+        .iter()
+        .zip(ipis)
+        .filter(|(_, &i)| i as f64 / 1e6 >= MIN_IPIS_PER_CALL)
+        .map(|(&ps, _)| (ps as f64 / 1000.0).round() as i64)
+        .collect();
+    let spread = spread(&values)?;
+    Some(Measured {
+        cost: "tlb_flush_ipi_receive_ns",
+        spread,
+        how: format!(
+            "the thread spinning on the other CPU during the mprotect runs above: the time it \
+             lost (its spins against its pace in the 50 ms before the calls) per flush IPI it \
+             received; the {} runs in which at least {:.0} % of the calls sent one: the \
+             interrupt, the flush and the refill on the receiving CPU",
             spread.runs,
             MIN_IPIS_PER_CALL * 100.0
         ),
@@ -769,5 +797,16 @@ mod tests {
             vec![100_000, 80_000, 150_000, 50_000],
         );
         assert_eq!(flush_ipi(&busy), None);
+        // the receiving side, from the same runs: the third (mostly off its CPU) is left out
+        let mut raw = raw;
+        raw.insert(
+            "mprotect_remote_received".into(),
+            vec![2_000_000, 2_400_000, 15_000_000, 2_200_000],
+        );
+        let r = flush_ipi_received(&raw).expect("three runs qualify");
+        assert_eq!(r.cost, "tlb_flush_ipi_receive_ns");
+        assert_eq!((r.spread.median, r.spread.min, r.spread.max), (2_200, 2_000, 2_400));
+        busy.insert("mprotect_remote_received".into(), vec![9_000_000; 4]);
+        assert_eq!(flush_ipi_received(&busy), None);
     }
 }
