@@ -805,7 +805,10 @@ mod tests {
         );
         let r = flush_ipi_received(&raw).expect("three runs qualify");
         assert_eq!(r.cost, "tlb_flush_ipi_receive_ns");
-        assert_eq!((r.spread.median, r.spread.min, r.spread.max), (2_200, 2_000, 2_400));
+        assert_eq!(
+            (r.spread.median, r.spread.min, r.spread.max),
+            (2_200, 2_000, 2_400)
+        );
         busy.insert("mprotect_remote_received".into(), vec![9_000_000; 4]);
         assert_eq!(flush_ipi_received(&busy), None);
     }
