@@ -143,7 +143,9 @@ const MAX_PROCESS_ROWS: usize = 16;
 /// usemem-1, ...) or forks children, which no scenario task names: the sums above hide which
 /// process did the work (which one reclaims for the others, how long a child ran).
 fn process_rows(scenario: &Scenario, sim: &RunResult, live: &RunResult) -> Vec<Row> {
-    let name = |t: &table::ResultTask| t.get("name").and_then(Value::as_str).map(str::to_string);
+    fn name(t: &table::ResultTask) -> Option<&str> {
+        t.get("name").and_then(Value::as_str)
+    }
     let own: Vec<&table::ResultTask> = sim
         .tasks
         .iter()

@@ -783,7 +783,6 @@ impl Kernel {
             self.free_swap_slot(dev, off);
         }
         self.spend(super::TimeKind::SwapFree, self.hw.swap_free_ns);
-        self.charge_zram_frees(dev);
     }
 }
 

@@ -329,16 +329,16 @@ impl Kernel {
         if let Some(&c) = cpus.iter().find(|&&c| idle(c)) {
             return c;
         }
-        let queued = |c: u32| {
-            self.tasks
-                .iter()
-                .filter(|o| o.state == TaskState::Runnable && o.last_cpu == Some(c))
-                .count()
-        };
-        let own_queued = queued(own);
+        let mut queued = vec![0usize; self.cpus.len()];
+        for o in self.tasks.iter().filter(|o| o.state == TaskState::Runnable) {
+            if let Some(c) = o.last_cpu {
+                queued[c as usize] += 1;
+            }
+        }
+        let own_queued = queued[own as usize];
         let (least, least_queued) = cpus
             .iter()
-            .map(|&c| (c, queued(c)))
+            .map(|&c| (c, queued[c as usize]))
             .min_by_key(|&(c, n)| (n, c))
             .unwrap_or((own, own_queued));
         if own_queued >= least_queued + 2 {
