@@ -15,7 +15,11 @@
  *                anonymous mTHP size enabled (checked with its anon_fault_alloc); ps per 4 KiB
  *   cow          write one byte of each page shared with a forked child: copy-on-write
  *   word_write   usemem's loop (fill_page, class "data") over resident memory; ps per 8 B word
- *   touch        a random pointer chase, one access per resident page of a THP mapping
+ *   memset       fill_page of class "same" (a memset) over resident memory, ps per 8 B word: as
+ *                memset_cold; and over one 64 KiB buffer again and again (in the cache, as a
+ *                page the kernel has just filled is), as memset_cached
+ *   touch        a random pointer chase over the lines of a resident THP mapping, each load a
+ *                different line (a cache miss that hits the TLB)
  *   pageout_data / pageout_same   MADV_PAGEOUT of pages of class "data" / same-filled
  *                (needs a swap device), ps per page; then reading each page back prints
  *                swapin_data / swapin_same
@@ -250,6 +254,31 @@ static void word_write(uint64_t pages)
 	result("word_write", cpu_ns() - start, pages * (PAGE_BYTES / 8));
 }
 
+static void memset_bench(uint64_t pages)
+{
+	char *mem = map_small(pages);
+	uint64_t start;
+
+	populate(mem, pages);
+	start = cpu_ns();
+	for (uint64_t p = 0; p < pages; p++)
+		fill_page(mem + p * PAGE_BYTES, DATA_SAME_FILLED, p);
+	result("memset_cold", cpu_ns() - start, pages * (PAGE_BYTES / 8));
+	/* 16 pages: the folio of a 64 KiB mTHP fault, well inside L2 */
+	start = cpu_ns();
+	for (uint64_t p = 0; p < pages; p++)
+		fill_page(mem + (p % 16) * PAGE_BYTES, DATA_SAME_FILLED, p);
+	result("memset_cached", cpu_ns() - start, pages * (PAGE_BYTES / 8));
+}
+
+/* the byte offset of the k-th link of touch()'s cycle */
+static uint64_t chase_offset(const uint64_t *order, uint64_t n, uint64_t k)
+{
+	uint64_t page = order[k % n];
+
+	return page * PAGE_BYTES + ((page + k / n) % 64) * 64;
+}
+
 static void touch(uint64_t pages)
 {
 	uint64_t size = (pages * PAGE_BYTES + PMD_BYTES - 1) & ~(PMD_BYTES - 1), n = size / PAGE_BYTES;
@@ -268,14 +297,19 @@ static void touch(uint64_t pages)
 		order[i] = order[j];
 		order[j] = t;
 	}
-	/* one cycle through every page, each link at a different line of its page */
-	for (uint64_t i = 0; i < n; i++) {
-		uint64_t from = order[i], to = order[(i + 1) % n];
+	/*
+	 * One cycle through every line of the buffer: 64 laps of the pages in a random order, lap l
+	 * at line (page + l) % 64 of each page. The 4 laps timed load 4 lines of each page, none
+	 * twice, 16 MiB in all: each load misses the caches (the set-up wrote the first laps' lines
+	 * first, and 256 MiB after them), whatever the host's other guests leave of the L3. A cycle of
+	 * one line per page (4 MiB, loaded 4 times) hit in the L3 in some runs and not in others.
+	 */
+	for (uint64_t k = 0; k < 64 * n; k++) {
+		uint64_t next = (k + 1) % (64 * n);
 
-		*(uint64_t *)(mem + from * PAGE_BYTES + (from % 64) * 64) =
-			to * PAGE_BYTES + (to % 64) * 64;
+		*(uint64_t *)(mem + chase_offset(order, n, k)) = chase_offset(order, n, next);
 	}
-	at = order[0] * PAGE_BYTES + (order[0] % 64) * 64;
+	at = chase_offset(order, n, 0);
 	start = cpu_ns();
 	for (uint64_t i = 0; i < accesses; i++)
 		at = *(volatile uint64_t *)(mem + at);
@@ -362,8 +396,13 @@ static void unmap_resident(uint64_t pages, unsigned int size_kb, const char *nam
 	result(name, elapsed, pages);
 }
 
-/* page_same_filled's test, as drivers/block/zram does it: the last word first, then the rest */
-static int same_filled(const uint64_t *page)
+/*
+ * page_same_filled's test, as drivers/block/zram does it: the last word first, then the rest.
+ * Not inlined, and 64-byte aligned, so that its loop sits in the same place in every build: as
+ * inlined code the scan took 150 or 290 ns a page from one build of this file to the next, by
+ * where the loop fell.
+ */
+static __attribute__((noinline, aligned(64))) int same_filled(const uint64_t *page)
 {
 	const unsigned int last = PAGE_BYTES / sizeof(*page) - 1;
 	uint64_t v = page[0];
@@ -379,11 +418,24 @@ static int same_filled(const uint64_t *page)
 /* The scan zram makes of each page it stores (64 MiB, beyond most last-level caches). */
 static void same_scan(uint64_t pages)
 {
-	char *mem = map_small(pages);
+	/*
+	 * THP-backed: zram scans the page through the kernel's direct map, which huge pages map. In
+	 * 4 KiB pages the scan took 150 or 290 ns a page here, by the phase of the host (the TLB
+	 * misses' walks through its page tables), and 150 in THPs in both.
+	 */
+	char *mem = map_aligned(pages * PAGE_BYTES);
 	uint64_t start, elapsed, same = 0;
 
+	if (madvise(mem, pages * PAGE_BYTES, MADV_HUGEPAGE)) {
+		skip("same_scan", "madvise(MADV_HUGEPAGE)-failed");
+		return;
+	}
 	for (uint64_t p = 0; p < pages; p++)
 		fill_page(mem + p * PAGE_BYTES, DATA_SAME_FILLED, p);
+	if (rollup_kb("AnonHugePages") * 1024 < pages * PAGE_BYTES) {
+		skip("same_scan", "not-every-fault-got-a-PMD-THP");
+		return;
+	}
 	start = cpu_ns();
 	for (uint64_t p = 0; p < pages; p++)
 		same += same_filled((const uint64_t *)(mem + p * PAGE_BYTES));
@@ -687,6 +739,8 @@ int main(int argc, char **argv)
 		cow(pages);
 	else if (!strcmp(argv[1], "word_write"))
 		word_write(pages);
+	else if (!strcmp(argv[1], "memset"))
+		memset_bench(pages);
 	else if (!strcmp(argv[1], "touch"))
 		touch(pages);
 	else if (!strcmp(argv[1], "pageout_data"))

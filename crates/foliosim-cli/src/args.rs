@@ -240,9 +240,9 @@ pub struct CalibrateArgs {
     #[arg(long, value_name = "NAME|FILE", default_value = "x86-server")]
     pub base: String,
     /// runs of each microbenchmark (after one warm-up run): the profile gives their median and
-    /// min-max (with 9, the min-max holds the median of the cost's distribution with 99.6 %
-    /// probability)
-    #[arg(long, value_name = "N", default_value_t = 9, value_parser = parse_positive)]
+    /// min-max. 21 runs take about four minutes, long enough to sample the slower changes of a
+    /// shared host, so that a second calibration's medians fall inside the first's min-max
+    #[arg(long, value_name = "N", default_value_t = 21, value_parser = parse_positive)]
     pub runs: u64,
     /// start only when the 1-minute load average is at most this (other tasks' load changes
     /// the costs)

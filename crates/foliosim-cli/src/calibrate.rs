@@ -40,7 +40,8 @@ use crate::Failure;
 
 /// Pages per fault benchmark (64 MiB) and per zram round trip (64 MiB).
 const FAULT_PAGES: u64 = 16_384;
-/// A THP-backed buffer larger than any last-level cache, for stores and the pointer chase.
+/// A THP-backed buffer larger than any last-level cache, for stores and the pointer chase; and
+/// the munmaps of swapped-out pages, whose 64 MiB took 1-5 ms, too short to time steadily.
 const RESIDENT_PAGES: u64 = 65_536;
 const MPROTECT_CALLS: u64 = 100_000;
 const ZRAM_BYTES: u64 = 512 << 20;
@@ -337,15 +338,19 @@ fn costs(raw: &BTreeMap<String, Vec<u64>>, base: &HwProfile) -> Vec<Measured> {
             "copy-on-write fault after fork minus a fresh write fault plus zero_page_ns (both faults allocate, charge and map a page; one copies, the other clears)"),
         derive(raw, "word_write_ns_x1000", &["word_write"], |v| v[0],
             "usemem's store loop (fill_page of the data class) over 256 MiB of resident memory, per 8-byte word"),
+        derive(raw, "memset_word_ns_x1000", &["memset_cold"], |v| v[0],
+            "fill_page of the same-filled class (a memset of each page) over 256 MiB of resident memory, per 8-byte word"),
+        derive(raw, "memset_word_cached_ns_x1000", &["memset_cached"], |v| v[0],
+            "the same memset into one 64 KiB buffer again and again (a 64 KiB folio, inside L2, as a folio the kernel has just filled is), per 8-byte word"),
         derive(raw, "touch_resident_ns", &["touch"], |v| ns(v[0]),
-            "a random pointer chase, one load per page, over 256 MiB of resident THP-backed memory"),
+            "a random pointer chase over 256 MiB of resident THP-backed memory, 4 loads per page, each of a different line (none cached)"),
         derive(raw, "zram_compress_ns", &["pageout_data", "pageout_same"], |v| ns(v[0] - v[1]),
             "MADV_PAGEOUT to zram (lzo) of pages of the data class minus of same-filled pages, which take the same path but are not compressed"),
         derive(raw, "zram_decompress_ns", &["swapin_data", "swapin_same", "unmap_swapped_data", "unmap_swapped_same"],
             |v| ns(v[0] - v[1] - (v[2] - v[3])),
             "swap-in fault from zram of a data-class page minus of a same-filled one, minus the measured zram_free_ns (the data page's slot frees a compressed object after the swap-in)"),
         derive(raw, "zram_same_page_ns", &["same_scan"], |v| ns(v[0]),
-            "zram's page_same_filled test (last word, then every word) over 64 MiB of resident same-filled pages, per page; the read side's fill (memset of the page) is charged at the same cost"),
+            "zram's page_same_filled test (last word, then every word) over 64 MiB of resident same-filled pages in PMD THPs (the kernel's direct map is huge-mapped), per page; the read side's fill (memset of the page) is charged at the same cost"),
         derive(raw, "zram_page_write_ns", &["pageout_same", "pageout_same_64k", "same_scan"],
             |v| ns(per_page_ps(v[0], v[1]) - v[2] - pte_ps - flush_one_ps),
             "MADV_PAGEOUT to zram of same-filled pages in 64 KiB folios and at order 0, per 4 KiB: the part that does not fall with the folio size, (16 t64K - t4K) / 15, minus the measured zram_same_page_ns and the base profile's pte_update_ns and tlb_flush_local_one_ns (the model's other per-page charges on that path); includes any per-4 KiB work of the swap-out path the model does not charge elsewhere (swap cache, swap_map and swap_cgroup entries)"),
@@ -620,6 +625,7 @@ fn measure_all(
             ("thp_fault", RESIDENT_PAGES),
             ("cow", FAULT_PAGES),
             ("word_write", RESIDENT_PAGES),
+            ("memset", RESIDENT_PAGES),
             ("touch", RESIDENT_PAGES),
             ("same_scan", FAULT_PAGES),
             ("thp_split", RESIDENT_PAGES),
@@ -646,8 +652,8 @@ fn measure_all(
             ("pageout_data", FAULT_PAGES),
             ("pageout_same", FAULT_PAGES),
             ("pageout_same_64k", FAULT_PAGES),
-            ("unmap_swapped_data", FAULT_PAGES),
-            ("unmap_swapped_same", FAULT_PAGES),
+            ("unmap_swapped_data", RESIDENT_PAGES),
+            ("unmap_swapped_same", RESIDENT_PAGES),
             ("unmap_resident", FAULT_PAGES),
             ("unmap_resident_64k", FAULT_PAGES),
             ("zram_read", FAULT_PAGES),
@@ -741,6 +747,22 @@ mod tests {
         assert_eq!(cost("swap_free_ns").unwrap().median, 45);
         assert_eq!(cost("zram_free_ns").unwrap().median, 280);
         assert_eq!(cost("zram_decompress_ns").unwrap().median, 1_900);
+        assert_eq!(measured.len(), 3);
+    }
+
+    #[test]
+    fn memset_costs_come_from_the_resident_and_the_cached_memsets_alone() {
+        let base = hw::profile("x86-server").unwrap();
+        let raw = three_runs(&[
+            ("word_write", 880),
+            ("memset_cold", 300),
+            ("memset_cached", 77),
+        ]);
+        let measured = costs(&raw, &base);
+        let cost = |name: &str| measured.iter().find(|m| m.cost == name).map(|m| m.spread);
+        assert_eq!(cost("word_write_ns_x1000").unwrap().median, 880);
+        assert_eq!(cost("memset_word_ns_x1000").unwrap().median, 300);
+        assert_eq!(cost("memset_word_cached_ns_x1000").unwrap().median, 77);
         assert_eq!(measured.len(), 3);
     }
 

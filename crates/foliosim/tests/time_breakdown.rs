@@ -152,34 +152,71 @@ fn every_kind_names_costs_of_the_profile() {
     }
 }
 
+/// User time of a task that maps 1 MiB and touches it sequentially once per `data` given
+/// (`read` reads it), with THP off.
+fn fill_user_ns(passes: &[&str]) -> u64 {
+    let touches: String = passes
+        .iter()
+        .map(|data| match *data {
+            "read" => "{ op = \"touch\", region = \"a\", access = \"read\", pattern = \"sequential\" },\n".to_string(),
+            d => format!("{{ op = \"touch\", region = \"a\", access = \"write\", pattern = \"sequential\", data = {d} }},\n"),
+        })
+        .collect();
+    let toml = format!(
+        "name = \"fill\"\nprofiles = [\"v6.18\"]\n[machine]\nhardware = \"x86-server\"\n\
+         [[machine.node]]\nmemory = \"1G\"\ncpus = 1\n[[task]]\nname = \"t\"\nops = [\n\
+         {{ op = \"mmap\", region = \"a\", size = \"1M\" }},\n{touches}]\n"
+    );
+    let scenario = Scenario::parse_str(&toml, "fill.toml").unwrap();
+    let r = run(&scenario, "v6.18", None);
+    r.tasks[0]["user_ns"].as_u64().unwrap()
+}
+
 /// A write touch pays user time for the stores that give its page content: every word of a
 /// data page, one store for a zero page; a read touch stores nothing.
 #[test]
 fn write_touches_pay_for_the_words_they_store() {
-    let user_ns = |access: &str, data: &str| {
-        let toml = format!(
-            "name = \"fill\"\nprofiles = [\"v6.18\"]\n[machine]\nhardware = \"x86-server\"\n\
-             [[machine.node]]\nmemory = \"1G\"\ncpus = 1\n[[task]]\nname = \"t\"\nops = [\n\
-             {{ op = \"mmap\", region = \"a\", size = \"1M\" }},\n\
-             {{ op = \"touch\", region = \"a\", access = \"{access}\", pattern = \"sequential\", data = \"{data}\" }},\n]\n"
-        );
-        let toml = toml.replace(", data = \"-\"", "");
-        let scenario = Scenario::parse_str(&toml, "fill.toml").unwrap();
-        let r = run(&scenario, "v6.18", None);
-        r.tasks[0]["user_ns"].as_u64().unwrap()
-    };
     let word_ps = foliosim::machine::hw::profile("x86-server")
         .unwrap()
         .costs
         .word_write_ns_x1000;
     let pages = 256;
     // the rest of the user time (the instruction TLB's misses) is the same for all three
-    let read = user_ns("read", "-");
+    let read = fill_user_ns(&["read"]);
     assert_eq!(
-        user_ns("write", "nonzero") - read,
+        fill_user_ns(&["\"nonzero\""]) - read,
         pages * (512 * word_ps / 1000)
     );
-    assert_eq!(user_ns("write", "zero") - read, pages * (word_ps / 1000));
+    assert_eq!(fill_user_ns(&["\"zero\""]) - read, pages * (word_ps / 1000));
+}
+
+/// A same-filled page is one memset: at the cache's speed into the page its own write fault has
+/// just cleared, at the store bandwidth into a resident page written before; a data page's
+/// generator loop costs the same either way.
+#[test]
+fn a_memset_into_the_page_its_fault_just_filled_runs_at_the_cache_speed() {
+    let c = foliosim::machine::hw::profile("x86-server")
+        .unwrap()
+        .costs
+        .clone();
+    let pages = 256;
+    // within 1 us: the instruction TLB's refills after a full flush (mm/task.rs), a few hundred
+    // ns of user time, move with the run's length
+    let about =
+        |ns: u64, expected: u64| assert!(ns.abs_diff(expected) < 1_000, "{ns} vs {expected}");
+    let read = fill_user_ns(&["read"]);
+    // the read maps the shared zero page: the write then faults in a cleared page of its own
+    let faulted = fill_user_ns(&["read", "1"]) - read;
+    about(
+        faulted,
+        pages * (512 * c.memset_word_cached_ns_x1000 / 1000),
+    );
+    let resident = fill_user_ns(&["read", "1", "1"]) - read - faulted;
+    about(resident, pages * (512 * c.memset_word_ns_x1000 / 1000));
+    let data_faulted = fill_user_ns(&["read", "128"]) - read;
+    let data_resident = fill_user_ns(&["read", "128", "128"]) - read - data_faulted;
+    about(data_faulted, pages * (512 * c.word_write_ns_x1000 / 1000));
+    about(data_resident, pages * (512 * c.word_write_ns_x1000 / 1000));
 }
 
 /// A split charges `split_zero_subpage_ns` once for each zero-filled subpage it drops, both

@@ -138,6 +138,12 @@ hw_costs! {
     /// One streaming 8-byte store to resident memory from a user loop like usemem's, in
     /// picoseconds.
     word_write_ns_x1000,
+    /// One 8-byte word of a memset (rep stosb, vector stores) into resident memory that is not
+    /// in the cache, in picoseconds: bounded by the core's store bandwidth.
+    memset_word_ns_x1000,
+    /// The same into a page the kernel has just filled in the fault the store took (cleared,
+    /// copied or swapped in), whose lines are still in the cache, in picoseconds.
+    memset_word_cached_ns_x1000,
     /// One random access to a resident page: a cache miss that hits the TLB.
     touch_resident_ns,
     /// One instruction of a traced program's work between its page accesses, in picoseconds

@@ -42,7 +42,7 @@ macro_rules! time_kinds {
 
 time_kinds! {
     /// The program's own work: its stores, loads that hit, instructions between accesses.
-    User = "user" ["word_write_ns_x1000", "touch_resident_ns", "instruction_ns_x1000", "dram_read_latency_ns", "cxl_read_latency_ns"],
+    User = "user" ["word_write_ns_x1000", "memset_word_ns_x1000", "memset_word_cached_ns_x1000", "touch_resident_ns", "instruction_ns_x1000", "dram_read_latency_ns", "cxl_read_latency_ns"],
     /// Entering the kernel for a fault or a system call (read, fsync).
     FaultEntry = "fault_entry" ["fault_entry_ns"],
     /// Clearing new pages (anonymous faults, with the PTEs or PMD that map them; swap-in of a

@@ -68,6 +68,13 @@ impl Kernel {
             self.handle_mm_fault(mm, vi, vpn, write)?;
         }
         let pte = self.mms[mm as usize].vmas[vi].ptes[idx];
+        if !hit && pt::is_present(pte) {
+            let pfn = pt::pfn(pte);
+            let folio = self.mem.head_of(pfn);
+            let first = vpn.saturating_sub(pfn - folio);
+            self.tasks[self.current as usize].faulted_folio =
+                (mm, first, first + self.mem.nr_pages(folio));
+        }
         let (huge, cont) = (pte & pt::PMD != 0, pte & pt::CONT != 0);
         let walk_ns = self.tlb_access(mm, vpn, huge, cont, write);
         if !self.tasks[self.current as usize].page_walks_in_user_time {

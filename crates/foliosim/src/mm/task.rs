@@ -60,6 +60,10 @@ pub struct Task {
     pub pending_irq_ns: u64,
     /// The CPU the task last ran on.
     pub last_cpu: Option<u32>,
+    /// The pages (mm, first and end virtual page) of the folio the task's last fault mapped:
+    /// the kernel has just written them (cleared, copied or swapped them in), so the program's
+    /// stores into them hit the cache.
+    pub faulted_folio: (u32, u32, u32),
     /// NUMA balancing: scan period, CPU-time stamp of the next scan, scan sequence last placed.
     pub numa_scan_period_ms: u64,
     pub node_stamp_ns: u64,
@@ -110,6 +114,7 @@ impl Task {
             direct_reclaim_pages: 0,
             pending_irq_ns: 0,
             last_cpu: None,
+            faulted_folio: (0, 0, 0),
             numa_scan_period_ms: 0,
             node_stamp_ns: 0,
             numa_scan_seq: 0,

@@ -264,14 +264,7 @@ impl Workload {
                     self.tasks[t as usize].touch.rng = Some(Rng::new(seed));
                 }
                 let write = *access == Access::Write;
-                // a write stores the page's content (kernel-bench's fill_page), a read one word
-                let store_ns = if write {
-                    content::words_stored(*data) * k.hw.word_write_ns_x1000 / 1000
-                } else {
-                    0
-                };
-                let per_touch_ns = work_ns
-                    + store_ns
+                let access_ns = work_ns
                     + match pattern {
                         Pattern::Sequential => 0,
                         _ => k.hw.touch_resident_ns,
@@ -292,6 +285,7 @@ impl Workload {
                     };
                     let vpn = prog.touch.base + page;
                     k.touch(mm, vpn, write, *data)?;
+                    let per_touch_ns = access_ns + store_ns(k, mm, vpn, write, *data);
                     k.spend(crate::mm::TimeKind::User, per_touch_ns);
                     let task = &mut k.tasks[t as usize];
                     task.user_ns += per_touch_ns;
@@ -347,6 +341,29 @@ impl Workload {
 
 /// The next page of a random or zipf Touch, drawn a few ahead so that their page-table entries
 /// are already in cache when they are used.
+/// The user time of the stores of a touch: a read stores nothing; a write stores the page's
+/// content (kernel-bench's fill_page). A same-filled page is one memset, which runs at the
+/// cache's speed into the folio the store's fault has just filled and at the store bandwidth
+/// elsewhere; a data page's words come from a generator loop (xorshift), whose cost per word is
+/// the same in or out of the cache (docs/calibration.md); a zero or sparse page stores one word.
+fn store_ns(k: &Kernel, mm: u32, vpn: u32, write: bool, data: u8) -> u64 {
+    if !write {
+        return 0;
+    }
+    let words = content::words_stored(data);
+    let ps_per_word = if data != content::SAME_FILLED {
+        k.hw.word_write_ns_x1000
+    } else {
+        let (fault_mm, first, end) = k.tasks[k.current as usize].faulted_folio;
+        if fault_mm == mm && (first..end).contains(&vpn) {
+            k.hw.memset_word_cached_ns_x1000
+        } else {
+            k.hw.memset_word_ns_x1000
+        }
+    };
+    words * ps_per_word / 1000
+}
+
 fn next_random_page(k: &Kernel, prog: &mut TaskProgram, mm: u32) -> u32 {
     let ts = &mut prog.touch;
     let vi = k.mms[mm as usize].find_vma(ts.base);

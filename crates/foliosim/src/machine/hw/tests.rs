@@ -65,6 +65,7 @@ fn derived_fields_follow_their_sources() {
         assert!(c.cxl_read_latency_ns > c.dram_read_latency_ns);
     }
     assert_eq!(x.word_write_ns_x1000, x.zero_page_ns * 1000 / 512);
+    assert_eq!(x.memset_word_ns_x1000, x.zero_page_ns * 1000 / 512);
     // one TLBI plus its DSB: 1.5 us in an Altra KVM guest
     assert_eq!(a.tlbi_broadcast_ns + a.dsb_ish_ns, 1_500);
     assert_eq!(a.cxl_read_latency_ns, x.cxl_read_latency_ns);
@@ -81,6 +82,7 @@ fn derived_fields_follow_their_sources() {
                 [
                     "copy_page_ns",
                     "word_write_ns_x1000",
+                    "memset_word_ns_x1000",
                     "touch_resident_ns",
                     "instruction_ns_x1000",
                     "brd_page_write_ns",
