@@ -339,8 +339,6 @@ impl Workload {
     }
 }
 
-/// The next page of a random or zipf Touch, drawn a few ahead so that their page-table entries
-/// are already in cache when they are used.
 /// The user time of the stores of a touch: a read stores nothing; a write stores the page's
 /// content (kernel-bench's fill_page). A same-filled page is one memset, which runs at the
 /// cache's speed into the folio the store's fault has just filled and at the store bandwidth
@@ -364,6 +362,8 @@ fn store_ns(k: &Kernel, mm: u32, vpn: u32, write: bool, data: u8) -> u64 {
     words * ps_per_word / 1000
 }
 
+/// The next page of a random or zipf Touch, drawn a few ahead so that their page-table entries
+/// are already in cache when they are used.
 fn next_random_page(k: &Kernel, prog: &mut TaskProgram, mm: u32) -> u32 {
     let ts = &mut prog.touch;
     let vi = k.mms[mm as usize].find_vma(ts.base);
