@@ -242,33 +242,36 @@ static void cow(uint64_t pages)
 	result("cow", elapsed, pages);
 }
 
+/*
+ * `pages` fills of class `data` into the resident buffer `mem`, the p-th into its page p & mask
+ * (every page, or again and again the first few); ps per 8 B word.
+ */
+static void fill_resident(char *mem, uint64_t pages, uint64_t mask, unsigned int data,
+			  const char *name)
+{
+	uint64_t start = cpu_ns();
+
+	for (uint64_t p = 0; p < pages; p++)
+		fill_page(mem + (p & mask) * PAGE_BYTES, data, p);
+	result(name, cpu_ns() - start, pages * (PAGE_BYTES / 8));
+}
+
 static void word_write(uint64_t pages)
 {
 	char *mem = map_small(pages);
-	uint64_t start;
 
 	populate(mem, pages);
-	start = cpu_ns();
-	for (uint64_t p = 0; p < pages; p++)
-		fill_page(mem + p * PAGE_BYTES, DATA_DEFAULT, p);
-	result("word_write", cpu_ns() - start, pages * (PAGE_BYTES / 8));
+	fill_resident(mem, pages, UINT64_MAX, DATA_DEFAULT, "word_write");
 }
 
 static void memset_bench(uint64_t pages)
 {
 	char *mem = map_small(pages);
-	uint64_t start;
 
 	populate(mem, pages);
-	start = cpu_ns();
-	for (uint64_t p = 0; p < pages; p++)
-		fill_page(mem + p * PAGE_BYTES, DATA_SAME_FILLED, p);
-	result("memset_cold", cpu_ns() - start, pages * (PAGE_BYTES / 8));
+	fill_resident(mem, pages, UINT64_MAX, DATA_SAME_FILLED, "memset_cold");
 	/* 16 pages: the folio of a 64 KiB mTHP fault, well inside L2 */
-	start = cpu_ns();
-	for (uint64_t p = 0; p < pages; p++)
-		fill_page(mem + (p % 16) * PAGE_BYTES, DATA_SAME_FILLED, p);
-	result("memset_cached", cpu_ns() - start, pages * (PAGE_BYTES / 8));
+	fill_resident(mem, pages, 15, DATA_SAME_FILLED, "memset_cached");
 }
 
 /* the byte offset of the k-th link of touch()'s cycle */
