@@ -171,7 +171,7 @@ fn task_metric(task: &TaskSpec) -> (&'static str, bool, String) {
     )
 }
 
-fn task_name(task: &ResultTask) -> &str {
+pub(crate) fn task_name(task: &ResultTask) -> &str {
     task.get("name").and_then(|v| v.as_str()).unwrap_or("")
 }
 

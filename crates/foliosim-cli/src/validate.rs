@@ -3,7 +3,7 @@
 //! simulated / live, then the counters that differ. With `--json` the document holds the
 //! simulated runs, then the live ones (profile `live-<release>`).
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashSet};
 
 use foliosim::scenario::types::PAGE_SIZE;
 use foliosim::scenario::SwapKind;
@@ -143,20 +143,23 @@ const MAX_PROCESS_ROWS: usize = 16;
 /// usemem-1, ...) or forks children, which no scenario task names: the sums above hide which
 /// process did the work (which one reclaims for the others, how long a child ran).
 fn process_rows(scenario: &Scenario, sim: &RunResult, live: &RunResult) -> Vec<Row> {
-    fn name(t: &table::ResultTask) -> Option<&str> {
-        t.get("name").and_then(Value::as_str)
-    }
+    let scenario_tasks: HashSet<&str> = scenario.tasks.iter().map(|s| s.name.as_str()).collect();
     let own: Vec<&table::ResultTask> = sim
         .tasks
         .iter()
-        .filter(|t| name(t).is_some_and(|n| !scenario.tasks.iter().any(|s| s.name == n)))
+        .filter(|t| {
+            let n = table::task_name(t);
+            !n.is_empty() && !scenario_tasks.contains(n)
+        })
+        .take(MAX_PROCESS_ROWS + 1)
         .collect();
     if own.len() > MAX_PROCESS_ROWS {
         return Vec::new();
     }
     let mut rows = Vec::new();
     for s in own {
-        let Some(l) = live.tasks.iter().find(|l| name(l) == name(s)) else {
+        let name = table::task_name(s);
+        let Some(l) = live.tasks.iter().find(|l| table::task_name(l) == name) else {
             continue;
         };
         for (key, label) in [("exit_ns", "exit (ms)"), ("sys_ns", "sys (ms)")] {
@@ -166,11 +169,7 @@ fn process_rows(scenario: &Scenario, sim: &RunResult, live: &RunResult) -> Vec<R
             ) else {
                 continue;
             };
-            rows.push(Row::figure(
-                format!("{} {label}", name(s).unwrap_or_default()),
-                sv / 1e6,
-                lv / 1e6,
-            ));
+            rows.push(Row::figure(format!("{name} {label}"), sv / 1e6, lv / 1e6));
         }
     }
     rows
@@ -810,9 +809,8 @@ mod tests {
                 .collect(),
         );
         let rows = rows(&scenario(), &sim, &live);
-        let labels: Vec<&str> = rows.iter().map(|r| r.label.as_str()).collect();
         assert_eq!(
-            labels,
+            labels(&rows),
             vec![
                 "run time (ms)",
                 "pswpin",
@@ -857,9 +855,8 @@ mod tests {
         sim.tasks = vec![task("t", 10, 5), task("t-1", 12, 6), task("child", 30, 20)];
         live.tasks = vec![task("child", 60, 40), task("t", 11, 5), task("t-1", 12, 6)];
         let rows = rows(&scenario(), &sim, &live);
-        let labels: Vec<&str> = rows.iter().map(|r| r.label.as_str()).collect();
         assert_eq!(
-            labels,
+            labels(&rows),
             vec![
                 "run time (ms)",
                 "t exit (ms)",
@@ -874,6 +871,10 @@ mod tests {
         // a process the live run does not have gets no rows
         live.tasks.retain(|t| t["name"] != "child");
         assert_eq!(rows_len(&sim, &live), 5);
+    }
+
+    fn labels(rows: &[Row]) -> Vec<&str> {
+        rows.iter().map(|r| r.label.as_str()).collect()
     }
 
     fn rows_len(sim: &RunResult, live: &RunResult) -> usize {
