@@ -5,7 +5,7 @@
 //! (highest allowed order first, naturally aligned, inside the VMA, all PTEs none, fall back on
 //! allocation or memcg-charge failure), do_huge_pmd_anonymous_page for the PMD order, read faults
 //! mapping the zero page, do_swap_page (swap cache, the SWP_SYNCHRONOUS_IO bypass, and from v6.12
-//! mTHP swap-in on that path), do_wp_page (wp_page_copy, wp_page_shared for MAP_SHARED files)
+//! mTHP swap-in on that path, falling back one enabled order at a time), do_wp_page (wp_page_copy, wp_page_shared for MAP_SHARED files)
 //! and copy_page_range. Every folio is allocated by vma_alloc_folio, placed by the VMA's memory
 //! policy (mm/mempolicy.rs), and a fault's folio stays inside the VMA piece its policy covers.
 //! File VMAs: do_fault → do_read_fault (do_fault_around over
@@ -323,11 +323,14 @@ impl Kernel {
                     && self.swap[dev as usize].swap_count(off) == 1;
                 // v6.12+: no large swap-in once zswap was ever on (zswap_never_enabled).
                 let large = self.generation().swaps_in_large_folios() && !self.zswap.ever_enabled;
-                let mut order = if bypass && large {
-                    self.swap_folio_order(mm, vi, vpn, dev, off)
+                // alloc_swap_folio tries each candidate order, highest first, then order 0.
+                let mut orders = if bypass && large {
+                    self.swap_folio_orders(mm, vi, vpn, dev, off)
                 } else {
                     0
                 };
+                let highest = |orders: u32| 31u32.saturating_sub(orders.leading_zeros());
+                let mut order = highest(orders);
                 let vma_flags = self.mms[mm as usize].vmas[vi].flags;
                 // __folio_set_anon: a folio read for a swap entry other mms still hold (after
                 // fork) gets the root anon_vma of the fork tree, which every relative that may
@@ -362,7 +365,8 @@ impl Kernel {
                             self.stat.count_mthp(order, Mthp::SwpinFallbackCharge);
                         }
                     }
-                    order = 0;
+                    orders &= !(1 << order);
+                    order = highest(orders);
                 };
                 let nr = 1u32 << order;
                 let base_vpn = vpn & !(nr - 1);
@@ -426,25 +430,34 @@ impl Kernel {
         Ok(())
     }
 
-    /// alloc_swap_folio's order choice (v6.12): the highest enabled mTHP order below PMD whose
-    /// aligned range lies in the VMA, is all swap PTEs with consecutive offsets on one device
-    /// aligned like the addresses, and has no slot in the swap cache.
-    fn swap_folio_order(&self, mm: u32, vi: usize, vpn: u32, dev: u32, off: u32) -> u32 {
+    /// alloc_swap_folio's candidate orders (v6.12), as a bitmask: the enabled mTHP orders below
+    /// PMD whose aligned range lies in the VMA with swap offsets aligned like the addresses
+    /// (thp_vma_suitable_orders, thp_swap_suitable_orders), from the highest whose range is all
+    /// swap PTEs with consecutive offsets on one device and no slot in the swap cache
+    /// (can_swapin_thp, non_swapcache_batch) down. Each lower one is a sub-range of that one, so
+    /// the kernel does not check it again: it falls back to it when the larger folio cannot be
+    /// allocated or charged.
+    fn swap_folio_orders(&self, mm: u32, vi: usize, vpn: u32, dev: u32, off: u32) -> u32 {
         let v = &self.mms[mm as usize].vmas[vi];
-        let orders = self.anon_thp_orders(v.flags) & !(1 << PMD_ORDER);
+        let (start, end) = v.extent(vpn);
         let si = &self.swap[dev as usize];
-        let mut order = 32 - orders.leading_zeros();
-        while order > 1 {
-            order -= 1;
-            if orders & (1 << order) == 0 {
-                continue;
-            }
+        let enabled = self.anon_thp_orders(v.flags);
+        let mut candidates = 0u32;
+        for order in 1..PMD_ORDER as u32 {
             let nr = 1u32 << order;
             let base = vpn & !(nr - 1);
-            let (start, end) = v.extent(vpn);
-            if base < start || base + nr > end || vpn % nr != off % nr {
-                continue;
+            if enabled & (1 << order) != 0
+                && base >= start
+                && base + nr <= end
+                && vpn % nr == off % nr
+            {
+                candidates |= 1 << order;
             }
+        }
+        while candidates != 0 {
+            let order = 31 - candidates.leading_zeros();
+            let nr = 1u32 << order;
+            let base = vpn & !(nr - 1);
             let base_off = off - (vpn - base);
             let fits = (0..nr).all(|i| {
                 let p = v.ptes[(base + i - v.start) as usize];
@@ -454,8 +467,9 @@ impl Kernel {
                     && si.swap_map[(base_off + i) as usize] & super::swapfile::SWAP_HAS_CACHE == 0
             });
             if fits {
-                return order;
+                return candidates;
             }
+            candidates &= !(1 << order);
         }
         0
     }
@@ -1156,6 +1170,56 @@ mod tests {
         }
         assert_eq!(k.files[f as usize].cache[0], NIL);
         assert_eq!(k.mms[mm as usize].rss_file, 0);
+        assert_consistent(&k);
+    }
+
+    #[test]
+    fn a_large_swap_in_whose_charge_fails_tries_the_next_smaller_order() {
+        // alloc_swap_folio falls back one enabled order at a time. 16 KiB and 64 KiB enabled, a
+        // 64 KiB folio paged out, and room in the memcg for 8 pages: the 64 KiB charge cannot
+        // reclaim (defrag "madvise", VMA not madvised), so the range comes back 16 KiB at a time.
+        let toml = r#"
+name = "t"
+[[machine.node]]
+memory = "1G"
+cpus = 1
+[[swap]]
+name = "z"
+kind = "zram"
+size = "1G"
+[[cgroup]]
+name = "cg"
+"memory.max" = "1M"
+[knobs]
+"/sys/kernel/mm/transparent_hugepage/enabled" = "never"
+"/sys/kernel/mm/transparent_hugepage/hugepages-16kB/enabled" = "always"
+"/sys/kernel/mm/transparent_hugepage/hugepages-64kB/enabled" = "always"
+[[task]]
+name = "t"
+cgroup = "cg"
+ops = [{ op = "sleep", time = "1ms" }]
+"#;
+        let (mut k, t) = crate::mm::boot_for_test(toml, "v6.18");
+        let mm = k.tasks[t as usize].mm.unwrap();
+        let memcg = k.mms[mm as usize].memcg;
+        let start = k.mmap_anon(mm, 16);
+        k.touch(mm, start, true, content::DATA_DEFAULT).unwrap();
+        let folio = k.mem.head_of(pt::pfn(pte(&k, mm, start)));
+        assert_eq!(k.mem.nr_pages(folio), 16);
+        let vi = k.mms[mm as usize].find_vma(start).unwrap();
+        k.madvise_cold_or_pageout(mm, vi, 0, 16, true);
+        assert!(mapped(&k, mm, start, 16).is_empty());
+        k.drain_all_stock(memcg);
+        let cg = &mut k.memcgs[memcg as usize];
+        cg.max_pages = cg.usage_pages + 8;
+
+        k.touch(mm, start + 5, false, 0).unwrap();
+        assert_eq!(mapped(&k, mm, start, 16), vec![4, 5, 6, 7]);
+        let mthp = |k: &Kernel, order: usize, m: Mthp| k.stat.mthp[order][m as usize];
+        assert_eq!(mthp(&k, 4, Mthp::SwpinFallbackCharge), 1);
+        assert_eq!(mthp(&k, 4, Mthp::SwpinFallback), 1);
+        assert_eq!(mthp(&k, 4, Mthp::Swpin), 0);
+        assert_eq!(mthp(&k, 2, Mthp::Swpin), 1);
         assert_consistent(&k);
     }
 }
