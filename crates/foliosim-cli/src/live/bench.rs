@@ -37,6 +37,12 @@ pub struct Launch {
     pub joins_cgroup: bool,
 }
 
+/// The barrier every ops player waits at once it has started and joined its cgroup. Its
+/// release is the live run's time zero, as the simulated tasks all start at 0: the players'
+/// exec and start-up (about 10-15 ms on this project's VM, one player several ms after
+/// another) are not the scenario's.
+pub const START_BARRIER: &str = "foliosim-start";
+
 /// The processes that play a task. `seed` feeds the kbuild generator, as in the simulator;
 /// `files` are the scenario's `[[file]]`s, which the run makes under `scratch` (live/tmpfs.rs).
 pub fn launches(
@@ -62,6 +68,11 @@ pub fn launches(
     let player = |name: String, ops: &[Op]| -> Result<Launch, String> {
         let file = format!("{name}.ops");
         let path = scratch.join(&file).to_string_lossy().into_owned();
+        // Every player first waits at the start barrier (see START_BARRIER).
+        let start = Op::Barrier {
+            name: START_BARRIER.into(),
+        };
+        let ops = &[std::slice::from_ref(&start), ops].concat();
         Ok(Launch {
             task: index,
             name: name.clone(),
@@ -380,7 +391,9 @@ ops = [
         )
         .unwrap();
         assert_eq!(l[0].argv, vec!["/b/ops_player", "t", "/s/t.ops"]);
-        assert_eq!(l[0].barriers, vec!["b"]);
+        assert_eq!(l[0].barriers, vec![START_BARRIER, "b"]);
+        let (_, text) = l[0].ops_file.as_ref().unwrap();
+        assert!(text.starts_with("barrier foliosim-start\nmmap a 2097152\n"));
         // the player joins its cgroup after its start-up (kernel-bench/ops_player.c)
         assert!(l[0].joins_cgroup);
         let nested = [Op::Fork {

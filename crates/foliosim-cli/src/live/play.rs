@@ -71,7 +71,13 @@ pub(super) fn play(
             launches.push(launch);
         }
     }
-    let start = Instant::now();
+    // Time zero: the start barrier's release when every program waits at it (all are ops
+    // players), else the first spawn.
+    let synced = launches
+        .iter()
+        .all(|l| l.barriers.first().map(String::as_str) == Some(bench::START_BARRIER));
+    let spawned_at = Instant::now();
+    let mut start = (!synced).then_some(spawned_at);
     let (tx, rx) = mpsc::channel::<Line>();
     let mut running: Vec<Running> = Vec::new();
     for launch in launches {
@@ -147,12 +153,12 @@ pub(super) fn play(
     let interval_ns = scenario.sample_interval_ns.max(10_000_000);
     let mut next_sample_ns = 0;
     while !running.iter().all(|r| r.exit.is_some() && r.eof) {
-        let now_ns = start.elapsed().as_nanos() as u64;
+        let now_ns = start.map_or(0, |s| s.elapsed().as_nanos() as u64);
         if let Some(sig) = signal::pending() {
             stop(&mut running);
             return Err(LiveError::Interrupted(sig));
         }
-        if now_ns >= next_sample_ns {
+        if start.is_some() && now_ns >= next_sample_ns {
             series.sample(now_ns, before, setup, zram_before, &host.hierarchy);
             next_sample_ns = now_ns + interval_ns;
         }
@@ -163,12 +169,12 @@ pub(super) fn play(
             Ok(Line::Text(index, text)) => match bench::parse_record(&text) {
                 Some(record) => {
                     if record.kind == "barrier" {
-                        arrive(
-                            &mut running,
-                            &mut arrived,
-                            index,
-                            record.get("name").unwrap_or(""),
-                        );
+                        let name = record.get("name").unwrap_or("");
+                        if arrive(&mut running, &mut arrived, index, name)
+                            && name == bench::START_BARRIER
+                        {
+                            start = Some(Instant::now());
+                        }
                     }
                     records.push((now_ns, index, record));
                 }
@@ -177,10 +183,24 @@ pub(super) fn play(
             Ok(Line::Eof(index)) => running[index].eof = true,
             Err(_) => {}
         }
-        for r in running.iter_mut().filter(|r| r.exit.is_none()) {
+        for index in 0..running.len() {
+            let r = &mut running[index];
+            if r.exit.is_some() {
+                continue;
+            }
             if let Some((status, cpu_ns)) = super::sys::wait_with_usage(&r.child, false) {
-                r.exit = Some((status, start.elapsed().as_nanos() as u64));
+                r.exit = Some((
+                    status,
+                    start.unwrap_or(spawned_at).elapsed().as_nanos() as u64,
+                ));
                 r.cpu_ns = Some(cpu_ns);
+                // One that died before the start barrier must not hold the others there.
+                let waiting = arrived.get(bench::START_BARRIER);
+                if synced && start.is_none() && !waiting.is_some_and(|w| w.contains(&index)) {
+                    if arrive(&mut running, &mut arrived, index, bench::START_BARRIER) {
+                        start = Some(Instant::now());
+                    }
+                }
             }
         }
     }
@@ -207,24 +227,26 @@ fn stop(running: &mut [Running]) {
 }
 
 /// Process `index` reached barrier `name`: once every process whose program names it has
-/// arrived, each gets its go-ahead line.
+/// arrived, each gets its go-ahead line, and this returns true.
 fn arrive(
     running: &mut [Running],
     arrived: &mut BTreeMap<String, Vec<usize>>,
     index: usize,
     name: &str,
-) {
+) -> bool {
     let waiting = arrived.entry(name.to_string()).or_default();
     waiting.push(index);
     let participants = running
         .iter()
         .filter(|r| r.launch.barriers.iter().any(|b| b == name))
         .count();
-    if waiting.len() >= participants {
-        for i in std::mem::take(waiting) {
-            if let Some(stdin) = running[i].child.stdin.as_mut() {
-                let _ = stdin.write_all(b"go\n").and_then(|_| stdin.flush());
-            }
+    if waiting.len() < participants {
+        return false;
+    }
+    for i in std::mem::take(waiting) {
+        if let Some(stdin) = running[i].child.stdin.as_mut() {
+            let _ = stdin.write_all(b"go\n").and_then(|_| stdin.flush());
         }
     }
+    true
 }
