@@ -328,12 +328,17 @@ fn costs(raw: &BTreeMap<String, Vec<u64>>, base: &HwProfile) -> Vec<Measured> {
     // its local flush (x86); of a read of an empty block: the fill (charged as the scan)
     let flush_one_ps = base.costs.tlb_flush_local_one_ns as f64 * 1000.0;
     let page_free_ps = base.costs.page_alloc_ns as f64 * 1000.0;
+    let page_alloc_ps = page_free_ps;
+    let lru_ps = base.costs.lru_op_ns as f64 * 1000.0;
     let ns = |ps: f64| ps / 1000.0;
     let candidates = [
         derive(raw, "fault_entry_ns", &["read_fault"], |v| ns(v[0] - pte_ps),
             "a read fault on a fresh anonymous page with THP off (it maps the shared zero page), 16,384 pages, minus the base profile's pte_update_ns"),
         derive(raw, "zero_page_ns", &["thp_fault"], |v| ns(v[0]),
             "a write fault on a MADV_HUGEPAGE mapping that gets a PMD THP, per 4 KiB (its allocation, charge, fault entry and PMD store amortised over 512 pages)"),
+        derive(raw, "memcg_charge_ns", &["write_fault", "read_fault", "thp_fault"],
+            |v| ns(v[0] - v[1] - v[2] - page_alloc_ps - lru_ps),
+            "a 4 KiB write fault with THP off (16,384 pages) minus the read fault (the fault entry and PTE), minus 4 KiB of the PMD fault's clearing (zero_page_ns) and the base profile's page_alloc_ns and lru_op_ns: the new folio's charge (on cgroup v1 the commit, the statistics and the event check) with what else a write fault does that the model has no cost of its own for (the new folio's rmap and mm counter)"),
         derive(raw, "copy_page_ns", &["cow", "write_fault", "thp_fault"], |v| ns(v[0] - v[1] + v[2]),
             "copy-on-write fault after fork minus a fresh write fault plus zero_page_ns (both faults allocate, charge and map a page; one copies, the other clears)"),
         derive(raw, "word_write_ns_x1000", &["word_write"], |v| v[0],
@@ -764,6 +769,29 @@ mod tests {
         assert_eq!(cost("memset_word_ns_x1000").unwrap().median, 300);
         assert_eq!(cost("memset_word_cached_ns_x1000").unwrap().median, 77);
         assert_eq!(measured.len(), 3);
+    }
+
+    #[test]
+    fn the_charge_is_what_a_write_fault_costs_beyond_the_read_fault_the_clearing_and_the_allocation(
+    ) {
+        let base = hw::profile("x86-server").unwrap();
+        let c = &base.costs;
+        // a write fault is the read fault, 330 ns of clearing, the allocation, the LRU add and
+        // 280 ns more
+        let read_ns = 630;
+        let write_ns = read_ns + 330 + c.page_alloc_ns + c.lru_op_ns + 280;
+        let raw = three_runs(&[
+            ("read_fault", read_ns * 1000),
+            ("write_fault", write_ns * 1000),
+            ("thp_fault", 330_000),
+        ]);
+        let measured = costs(&raw, &base);
+        let cost = |name: &str| measured.iter().find(|m| m.cost == name).map(|m| m.spread);
+        assert_eq!(cost("memcg_charge_ns").unwrap().median, 280);
+        assert_eq!(
+            cost("fault_entry_ns").unwrap().median,
+            read_ns as i64 - c.pte_update_ns as i64
+        );
     }
 
     #[test]
