@@ -327,8 +327,8 @@ fn costs(raw: &BTreeMap<String, Vec<u64>>, base: &HwProfile) -> Vec<Measured> {
     // work: the page_same_filled scan (as measured, `same_scan`), try_to_unmap's PTE clear and
     // its local flush (x86); of a read of an empty block: the fill (charged as the scan)
     let flush_one_ps = base.costs.tlb_flush_local_one_ns as f64 * 1000.0;
-    let page_free_ps = base.costs.page_alloc_ns as f64 * 1000.0;
-    let page_alloc_ps = page_free_ps;
+    // the model charges page_alloc_ns for each folio allocated and each folio freed
+    let page_alloc_ps = base.costs.page_alloc_ns as f64 * 1000.0;
     let lru_ps = base.costs.lru_op_ns as f64 * 1000.0;
     let ns = |ps: f64| ps / 1000.0;
     let candidates = [
@@ -369,7 +369,7 @@ fn costs(raw: &BTreeMap<String, Vec<u64>>, base: &HwProfile) -> Vec<Measured> {
         derive(raw, "split_subpage_ns", &["thp_split_data"], |v| ns(v[0] - 2.0 * pte_ps),
             "splits of 256 MiB of PMD THPs (each by MADV_COLD of its last 4 KiB, split_folio on the LRU) whose every subpage starts with a non-zero word, per 4 KiB, minus twice the base profile's pte_update_ns (the model's PTE clear and restore); the per-folio work (PMD split, unmap, one flush) amortised over 512"),
         derive(raw, "split_zero_subpage_ns", &["thp_split_zero", "thp_split_data", "same_scan"],
-            |v| ns(v[0] - v[1] - v[2] - page_free_ps),
+            |v| ns(v[0] - v[1] - v[2] - page_alloc_ps),
             "the same splits of zero-filled THPs (v6.12+ maps each subpage to the shared zero page and frees it) minus those of THPs whose subpages are not zero, per 4 KiB, minus the zero test (the measured zram_same_page_ns, a full-page scan) and the base profile's page_alloc_ns (the free): the zero-page PTE, the mm counter, the memcg uncharge and the LRU removal"),
         flush_ipi(raw),
         flush_ipi_received(raw),

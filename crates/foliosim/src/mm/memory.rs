@@ -5,9 +5,10 @@
 //! (highest allowed order first, naturally aligned, inside the VMA, all PTEs none, fall back on
 //! allocation or memcg-charge failure), do_huge_pmd_anonymous_page for the PMD order, read faults
 //! mapping the zero page, do_swap_page (swap cache, the SWP_SYNCHRONOUS_IO bypass, and from v6.12
-//! mTHP swap-in on that path, falling back one enabled order at a time), do_wp_page (wp_page_copy, wp_page_shared for MAP_SHARED files)
-//! and copy_page_range. Every folio is allocated by vma_alloc_folio, placed by the VMA's memory
-//! policy (mm/mempolicy.rs), and a fault's folio stays inside the VMA piece its policy covers.
+//! mTHP swap-in on that path, falling back one enabled order at a time), do_wp_page
+//! (wp_page_copy, wp_page_shared for MAP_SHARED files) and copy_page_range. Every folio is
+//! allocated by vma_alloc_folio, placed by the VMA's memory policy (mm/mempolicy.rs), and a
+//! fault's folio stays inside the VMA piece its policy covers.
 //! File VMAs: do_fault → do_read_fault (do_fault_around over
 //! fault_around_bytes, 64 KiB, then filemap_fault and finish_fault mapping one page, or a PMD
 //! through do_set_pmd), do_cow_fault (an order-0 anonymous copy) and do_shared_fault (the
