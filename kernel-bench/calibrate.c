@@ -160,25 +160,43 @@ static void fault(const char *name, uint64_t pages, int write)
 	(void)sink;
 }
 
+/* A PMD-aligned MADV_HUGEPAGE mapping for benchmark `name`; NULL (skipped) if refused. */
+static char *map_huge(uint64_t size, const char *name)
+{
+	char *mem = map_aligned(size);
+
+	if (madvise(mem, size, MADV_HUGEPAGE)) {
+		skip(name, "madvise(MADV_HUGEPAGE)-failed");
+		return NULL;
+	}
+	return mem;
+}
+
+/* Whether every fault of benchmark `name` on its `size` bytes got a PMD THP; if not, skipped. */
+static int all_huge(uint64_t size, const char *name)
+{
+	if (rollup_kb("AnonHugePages") * 1024 < size) {
+		skip(name, "not-every-fault-got-a-PMD-THP");
+		return 0;
+	}
+	return 1;
+}
+
 static void thp_fault(uint64_t pages)
 {
 	uint64_t size = (pages * PAGE_BYTES + PMD_BYTES - 1) & ~(PMD_BYTES - 1), start, elapsed;
 	char *mem;
 
 	prewarm(size, 1);
-	mem = map_aligned(size);
-	if (madvise(mem, size, MADV_HUGEPAGE)) {
-		skip("thp_fault", "madvise(MADV_HUGEPAGE)-failed");
+	mem = map_huge(size, "thp_fault");
+	if (!mem)
 		return;
-	}
 	start = cpu_ns();
 	for (uint64_t off = 0; off < size; off += PMD_BYTES)
 		mem[off] = 1;
 	elapsed = cpu_ns() - start;
-	if (rollup_kb("AnonHugePages") * 1024 < size) {
-		skip("thp_fault", "not-every-fault-got-a-PMD-THP");
+	if (!all_huge(size, "thp_fault"))
 		return;
-	}
 	result("thp_fault", elapsed, size / PAGE_BYTES);
 }
 
@@ -426,19 +444,15 @@ static void same_scan(uint64_t pages)
 	 * 4 KiB pages the scan took 150 or 290 ns a page here, by the phase of the host (the TLB
 	 * misses' walks through its page tables), and 150 in THPs in both.
 	 */
-	char *mem = map_aligned(pages * PAGE_BYTES);
+	char *mem = map_huge(pages * PAGE_BYTES, "same_scan");
 	uint64_t start, elapsed, same = 0;
 
-	if (madvise(mem, pages * PAGE_BYTES, MADV_HUGEPAGE)) {
-		skip("same_scan", "madvise(MADV_HUGEPAGE)-failed");
+	if (!mem)
 		return;
-	}
 	for (uint64_t p = 0; p < pages; p++)
 		fill_page(mem + p * PAGE_BYTES, DATA_SAME_FILLED, p);
-	if (rollup_kb("AnonHugePages") * 1024 < pages * PAGE_BYTES) {
-		skip("same_scan", "not-every-fault-got-a-PMD-THP");
+	if (!all_huge(pages * PAGE_BYTES, "same_scan"))
 		return;
-	}
 	start = cpu_ns();
 	for (uint64_t p = 0; p < pages; p++)
 		same += same_filled((const uint64_t *)(mem + p * PAGE_BYTES));

@@ -717,13 +717,18 @@ mod tests {
             ("swapin_same_64k", 3_000_000),
         ]);
         let measured = costs(&raw, &base);
-        let cost = |name: &str| measured.iter().find(|m| m.cost == name).map(|m| m.spread);
-        assert_eq!(cost("zram_page_write_ns").unwrap().median, 1_000);
-        assert_eq!(cost("zram_page_read_ns").unwrap().median, 700);
-        assert_eq!(cost("zram_page_read_ns").unwrap().runs, 3);
-        assert_eq!(cost("zram_same_page_ns").unwrap().median, 120);
+        assert_eq!(spread_of(&measured, "zram_page_write_ns").median, 1_000);
+        assert_eq!(spread_of(&measured, "zram_page_read_ns").median, 700);
+        assert_eq!(spread_of(&measured, "zram_page_read_ns").runs, 3);
+        assert_eq!(spread_of(&measured, "zram_same_page_ns").median, 120);
         // nothing else was measured
         assert_eq!(measured.len(), 3);
+    }
+
+    /// The spread `costs` derived for `cost`.
+    fn spread_of(measured: &[Measured], cost: &str) -> crate::calibrate_profile::Spread {
+        let m = measured.iter().find(|m| m.cost == cost);
+        m.unwrap_or_else(|| panic!("{cost} was not derived")).spread
     }
 
     /// Three identical runs of each benchmark: `(name, ps per unit)`.
@@ -748,10 +753,9 @@ mod tests {
             ("swapin_data", (3_000 + 1_900 + 280) * 1000),
         ]);
         let measured = costs(&raw, &base);
-        let cost = |name: &str| measured.iter().find(|m| m.cost == name).map(|m| m.spread);
-        assert_eq!(cost("swap_free_ns").unwrap().median, 45);
-        assert_eq!(cost("zram_free_ns").unwrap().median, 280);
-        assert_eq!(cost("zram_decompress_ns").unwrap().median, 1_900);
+        assert_eq!(spread_of(&measured, "swap_free_ns").median, 45);
+        assert_eq!(spread_of(&measured, "zram_free_ns").median, 280);
+        assert_eq!(spread_of(&measured, "zram_decompress_ns").median, 1_900);
         assert_eq!(measured.len(), 3);
     }
 
@@ -764,10 +768,12 @@ mod tests {
             ("memset_cached", 77),
         ]);
         let measured = costs(&raw, &base);
-        let cost = |name: &str| measured.iter().find(|m| m.cost == name).map(|m| m.spread);
-        assert_eq!(cost("word_write_ns_x1000").unwrap().median, 880);
-        assert_eq!(cost("memset_word_ns_x1000").unwrap().median, 300);
-        assert_eq!(cost("memset_word_cached_ns_x1000").unwrap().median, 77);
+        assert_eq!(spread_of(&measured, "word_write_ns_x1000").median, 880);
+        assert_eq!(spread_of(&measured, "memset_word_ns_x1000").median, 300);
+        assert_eq!(
+            spread_of(&measured, "memset_word_cached_ns_x1000").median,
+            77
+        );
         assert_eq!(measured.len(), 3);
     }
 
@@ -786,10 +792,9 @@ mod tests {
             ("thp_fault", 330_000),
         ]);
         let measured = costs(&raw, &base);
-        let cost = |name: &str| measured.iter().find(|m| m.cost == name).map(|m| m.spread);
-        assert_eq!(cost("memcg_charge_ns").unwrap().median, 280);
+        assert_eq!(spread_of(&measured, "memcg_charge_ns").median, 280);
         assert_eq!(
-            cost("fault_entry_ns").unwrap().median,
+            spread_of(&measured, "fault_entry_ns").median,
             read_ns as i64 - c.pte_update_ns as i64
         );
     }
@@ -808,9 +813,8 @@ mod tests {
             ("same_scan", 150_000),
         ]);
         let measured = costs(&raw, &base);
-        let cost = |name: &str| measured.iter().find(|m| m.cost == name).map(|m| m.spread);
-        assert_eq!(cost("split_subpage_ns").unwrap().median, 200);
-        assert_eq!(cost("split_zero_subpage_ns").unwrap().median, 300);
+        assert_eq!(spread_of(&measured, "split_subpage_ns").median, 200);
+        assert_eq!(spread_of(&measured, "split_zero_subpage_ns").median, 300);
     }
 
     #[test]

@@ -3,7 +3,7 @@
 //! simulated / live, then the counters that differ. With `--json` the document holds the
 //! simulated runs, then the live ones (profile `live-<release>`).
 
-use std::collections::{BTreeSet, HashSet};
+use std::collections::BTreeSet;
 
 use foliosim::scenario::types::PAGE_SIZE;
 use foliosim::scenario::SwapKind;
@@ -143,13 +143,12 @@ const MAX_PROCESS_ROWS: usize = 16;
 /// usemem-1, ...) or forks children, which no scenario task names: the sums above hide which
 /// process did the work (which one reclaims for the others, how long a child ran).
 fn process_rows(scenario: &Scenario, sim: &RunResult, live: &RunResult) -> Vec<Row> {
-    let scenario_tasks: HashSet<&str> = scenario.tasks.iter().map(|s| s.name.as_str()).collect();
     let own: Vec<&table::ResultTask> = sim
         .tasks
         .iter()
         .filter(|t| {
             let n = table::task_name(t);
-            !n.is_empty() && !scenario_tasks.contains(n)
+            !n.is_empty() && !scenario.tasks.iter().any(|s| s.name == n)
         })
         .take(MAX_PROCESS_ROWS + 1)
         .collect();

@@ -24,6 +24,12 @@ use super::vmstat::{Memcg, Mthp, Vm};
 use super::{Kernel, TimeKind};
 use crate::scenario::knobs::{ThpDefrag, ThpEnabled, PMD_ORDER};
 
+/// highest_order (include/linux/huge_mm.h): the highest order set in a bitmask of orders; 0 for
+/// none.
+pub(crate) fn highest_order(orders: u32) -> u32 {
+    31u32.saturating_sub(orders.leading_zeros())
+}
+
 /// The task was chosen by the OOM killer while faulting.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Killed;
@@ -330,8 +336,7 @@ impl Kernel {
                 } else {
                     0
                 };
-                let highest = |orders: u32| 31u32.saturating_sub(orders.leading_zeros());
-                let mut order = highest(orders);
+                let mut order = highest_order(orders);
                 let vma_flags = self.mms[mm as usize].vmas[vi].flags;
                 // __folio_set_anon: a folio read for a swap entry other mms still hold (after
                 // fork) gets the root anon_vma of the fork tree, which every relative that may
@@ -367,7 +372,7 @@ impl Kernel {
                         }
                     }
                     orders &= !(1 << order);
-                    order = highest(orders);
+                    order = highest_order(orders);
                 };
                 let nr = 1u32 << order;
                 let base_vpn = vpn & !(nr - 1);
@@ -456,7 +461,7 @@ impl Kernel {
             }
         }
         while candidates != 0 {
-            let order = 31 - candidates.leading_zeros();
+            let order = highest_order(candidates);
             let nr = 1u32 << order;
             let base = vpn & !(nr - 1);
             let base_off = off - (vpn - base);

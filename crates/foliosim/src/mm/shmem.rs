@@ -25,7 +25,7 @@
 
 use super::filemap::{FileId, ReadRequest, WriteRequest};
 use super::folio::{content, pg, FolioId, MAPPING_SHMEM, NIL};
-use super::memory::{Gfp, Killed};
+use super::memory::{highest_order, Gfp, Killed};
 use super::vma::{HPAGE_PMD_NR, VM_HUGEPAGE, VM_NOHUGEPAGE, VM_SHARED, VM_WRITE};
 use super::vmstat::{Memcg, Mthp, Vm};
 use super::{Kernel, TimeKind, PAGE_SIZE};
@@ -216,7 +216,7 @@ impl Kernel {
             .div_ceil(PAGE_SIZE);
         let mut rest = orders;
         while rest != 0 {
-            let order = 31 - rest.leading_zeros();
+            let order = highest_order(rest);
             let aligned_end = (index as u64 + 1).next_multiple_of(1 << order);
             if size_pages >= aligned_end {
                 return rest;
@@ -314,7 +314,7 @@ impl Kernel {
         let mut suitable = self.shmem_suitable_orders(file, index, fault, orders);
         let gfp = self.thp_gfp(vma_flags.unwrap_or(0));
         while suitable != 0 {
-            let order = 31 - suitable.leading_zeros();
+            let order = highest_order(suitable);
             suitable &= !(1 << order);
             let aligned = index & !((1 << order) - 1);
             let Some(pfn) = self.alloc_pages_task_policy(gfp, order) else {
@@ -375,7 +375,7 @@ impl Kernel {
         let fi = &self.files[file as usize];
         let sh = fi.shmem.as_ref().expect("an shmem file");
         while orders != 0 {
-            let order = 31 - orders.leading_zeros();
+            let order = highest_order(orders);
             let nr = 1usize << order;
             let aligned = index as usize & !(nr - 1);
             let end = aligned + nr;
