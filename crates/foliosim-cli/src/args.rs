@@ -227,6 +227,10 @@ pub struct ValidateArgs {
     /// (.toml, docs/hardware.md); default: the scenario's [machine] hardware
     #[arg(long, value_name = "NAME|FILE")]
     pub hardware: Option<String>,
+    /// only the simulated side, as validate simulates it on this machine (its CPUs, memory,
+    /// cgroup version and zswap history), without live runs
+    #[arg(long = "sim-only")]
+    pub sim_only: bool,
 }
 
 /// Arguments of `calibrate`.

@@ -583,6 +583,19 @@ pub fn validate(validate_args: &ValidateArgs) -> Result<(), Failure> {
         play_host_cpus(&mut spec.scenario, host.cpus);
     }
     let sim_runs = run_all(&sim_scenario, &sim_specs)?;
+    if validate_args.sim_only {
+        if let Some(json) = &args.json {
+            let document = output::document(&sim_scenario, &sim_runs)
+                .map_err(|m| crate::json_error(json, m))?;
+            output::write_atomically(json, &document)?;
+        }
+        let mut text = crate::table::render(&crate::table::comparison(&sim_scenario, &sim_runs));
+        for line in [&host_memory, &host_cpus].into_iter().flatten() {
+            text.push_str(line);
+        }
+        crate::print_stdout(&text);
+        return Ok(());
+    }
     // the live kernel varies from run to run: each repetition plays every variant once
     let mut repetitions = Vec::new();
     for repetition in 1..=validate_args.live_runs {

@@ -9,10 +9,14 @@
 //! folios) fails; others retry unconditionally while reclaim makes progress for orders up to
 //! PAGE_ALLOC_COSTLY_ORDER, else up to MAX_RECLAIM_RETRIES times, then OOM. The stock holds one
 //! memcg per CPU before v6.16 and NR_MEMCG_STOCK from v6.16 ("memcg: multi-memcg percpu charge
-//! cache"). Uncharges go straight to the counter. Cgroups are flat under the root (id 0,
+//! cache"). An anonymous fault's order-0 charge that must reclaim does so before the fault, a
+//! priority pass at a time with other tasks running between (`reclaim_before_fault`), so that
+//! tasks reaching the limit together reclaim together, as they do live; other charges reclaim
+//! inside their fault. Uncharges go straight to the counter. Cgroups are flat under the root (id 0,
 //! unlimited, never stocked). Left out: drain_all_stock runs every CPU's drain at once (the kernel
 //! queues work on the other CPUs), memory.high/low/min protection, swap.max, kmem and object
-//! stocks, and hierarchy beyond one level.
+//! stocks, hierarchy beyond one level, and reclaimers taking turns at each SWAP_CLUSTER_MAX
+//! batch (here at each priority pass, which at low priorities is a large part of the list).
 //!
 //! Statistics (v6.8+ rstat with flush thresholds): what reclaim and refault detection read of a
 //! memcg's lruvec (lruvec_page_state: the LRU sizes and the workingset activations) is the state
@@ -25,7 +29,7 @@
 
 use super::folio::FolioId;
 use super::memory::Gfp;
-use super::vmscan::MAX_RECLAIM_RETRIES;
+use super::vmscan::{ScanControl, MAX_RECLAIM_RETRIES};
 use super::vmstat::Memcg;
 use super::Kernel;
 use crate::scenario::RunSpec;
@@ -33,6 +37,14 @@ use crate::scenario::RunSpec;
 const PAGE_ALLOC_COSTLY_ORDER: u32 = 3;
 /// FLUSH_TIME: the period of the memcg statistics flusher.
 pub const FLUSH_TIME_NS: u64 = 2_000_000_000;
+
+/// A memcg reclaim a task began for its next fault and goes on with when it runs again
+/// (`Kernel::reclaim_before_fault`).
+#[derive(Debug)]
+pub struct PendingReclaim {
+    sc: ScanControl,
+    start_ns: u64,
+}
 
 /// When the statistics flusher first runs after boot: a phase in [0, FLUSH_TIME) drawn from the
 /// run's seed by a generator of its own (the run's random stream is not disturbed).
@@ -197,6 +209,11 @@ impl Kernel {
     }
 
     fn try_charge(&mut self, memcg: u16, nr: u64, gfp: Gfp) -> Result<(), ()> {
+        // The fault after reclaim_before_fault: when the kernel made this charge the memcg
+        // was full, and one that may not reclaim failed (a large folio falls back).
+        if !gfp.direct_reclaim && self.tasks[self.current as usize].fault_after_reclaim {
+            return Err(());
+        }
         let mut batch = nr.max(MEMCG_CHARGE_BATCH);
         let mut retries = MAX_RECLAIM_RETRIES;
         let mut drained = false;
@@ -254,6 +271,70 @@ impl Kernel {
             }
             retries = MAX_RECLAIM_RETRIES;
         }
+    }
+
+    /// try_charge_memcg's reclaim, run before the fault that needs it. In the kernel a task
+    /// whose charge finds its memcg at memory.max reclaims SWAP_CLUSTER_MAX folios at a time,
+    /// and every task that charges meanwhile reclaims beside it from the same LRU lists: live,
+    /// four usemem processes at a 1 GiB limit share the first pass over a list of young pages
+    /// (tracefs mm_vmscan_lru_shrink_inactive, 56-74 thousand pages each). The model runs an
+    /// operation whole, so a reclaim inside a fault would be done at once by whichever task
+    /// came first. So when the current task's access at `vpn` will charge a page its memcg has
+    /// no room for, the reclaim runs here first, one priority pass at a time until
+    /// `quantum_end_ns`, and true asks the caller to give up the CPU and retry the access later;
+    /// false lets the access go on (and its fault charges). Charges the fault makes anyway
+    /// (large folios, the page cache) still reclaim inside it.
+    pub fn reclaim_before_fault(
+        &mut self,
+        mm: u32,
+        vpn: u32,
+        write: bool,
+        quantum_end_ns: u64,
+    ) -> bool {
+        let t = self.current as usize;
+        let mut pending = match self.tasks[t].memcg_reclaim.take() {
+            Some(pending) => pending,
+            None => {
+                if self.tasks[t].fault_after_reclaim {
+                    // kept for the fault it was for, unless the access no longer faults
+                    self.tasks[t].fault_after_reclaim = self.anon_fault_charges(mm, vpn, write);
+                    return false;
+                }
+                let memcg = self.mms[mm as usize].memcg;
+                if memcg == 0
+                    || !self.charge_must_reclaim(memcg, 1)
+                    || !self.anon_fault_charges(mm, vpn, write)
+                {
+                    return false;
+                }
+                self.memcgs[memcg as usize].count(Memcg::MaxEvents, 1);
+                Box::new(PendingReclaim {
+                    sc: ScanControl::memcg_reclaim(memcg, 1),
+                    start_ns: self.clock_ns,
+                })
+            }
+        };
+        loop {
+            if self.memcg_reclaim_priority(&mut pending.sc) {
+                self.memcg_reclaim_done(&pending.sc, pending.start_ns);
+                self.tasks[t].fault_after_reclaim = true;
+                return self.clock_ns >= quantum_end_ns;
+            }
+            if self.clock_ns >= quantum_end_ns {
+                self.tasks[t].memcg_reclaim = Some(pending);
+                return true;
+            }
+        }
+    }
+
+    /// A charge of `nr` pages to `memcg` by the current CPU would have to reclaim first: this
+    /// CPU's stock cannot serve it and the counter has no room (try_charge_memcg).
+    fn charge_must_reclaim(&self, memcg: u16, nr: u64) -> bool {
+        self.memcgs[memcg as usize].margin() < nr
+            && !self.memcg_stocks[self.current_cpu as usize]
+                .slots
+                .iter()
+                .any(|s| s.0 == memcg && s.1 >= nr)
     }
 
     /// consume_stock: take `nr` pages from this CPU's stock of `memcg`, if it holds that many.

@@ -72,7 +72,9 @@ impl Kernel {
             pt::is_accessible(pte) || pt::is_zero_page(pte)
         };
         if !hit {
-            self.handle_mm_fault(mm, vi, vpn, write)?;
+            let fault = self.handle_mm_fault(mm, vi, vpn, write);
+            self.tasks[self.current as usize].fault_after_reclaim = false;
+            fault?;
         }
         let pte = self.mms[mm as usize].vmas[vi].ptes[idx];
         if !hit && pt::is_present(pte) {
@@ -133,6 +135,35 @@ impl Kernel {
             self.spend(TimeKind::PteUpdate, self.hw.pte_update_ns);
             Ok(())
         }
+    }
+
+    /// Whether an access to `vpn` will fault and charge a new anonymous folio: a write to a
+    /// never-written page or to the zero page, a swap-in that the swap cache cannot serve, or a
+    /// write to a page someone else maps too (do_wp_page's copy). Page-cache and NUMA-hinting
+    /// faults and PMD mappings are not counted.
+    pub(crate) fn anon_fault_charges(&self, mm: u32, vpn: u32, write: bool) -> bool {
+        let m = &self.mms[mm as usize];
+        let Some(vi) = m.find_vma(vpn) else {
+            return false;
+        };
+        let v = &m.vmas[vi];
+        if v.file.is_some() {
+            return false;
+        }
+        let pte = v.ptes[(vpn - v.start) as usize];
+        if pt::is_swap(pte) {
+            let (dev, off) = (pt::swap_device(pte), pt::swap_offset(pte));
+            return self.swap_cache_lookup(dev, off).is_none();
+        }
+        if !write || pte & (pt::PROTNONE | pt::PMD | pt::WRITE) != 0 {
+            return false;
+        }
+        if !pt::is_present(pte) {
+            return true;
+        }
+        let folio = self.mem.head_of(pt::pfn(pte));
+        self.folio_test_anon(folio)
+            && (self.mem.mapcount(folio) != 1 || self.mem.test(folio, pg::SWAPCACHE))
     }
 
     /// Orders above 0 that the knobs and the VMA allow (thp_vma_allowable_orders), as a bitmask.

@@ -90,6 +90,12 @@ pub struct Task {
     /// A sleep the current operation asked for (a dirty-throttling pause): the task gives up
     /// its CPU for this long before the operation goes on.
     pub sleep_ns: u64,
+    /// A reclaim of the task's memcg that its next fault has to wait for, run a priority pass
+    /// at a time so that other tasks run (and reclaim) meanwhile (mm/memcontrol.rs).
+    pub memcg_reclaim: Option<Box<super::memcontrol::PendingReclaim>>,
+    /// That reclaim is over: the next access faults, and its charges see the memcg as the
+    /// kernel did when it made them, full (try_charge).
+    pub fault_after_reclaim: bool,
 }
 
 impl Task {
@@ -129,6 +135,8 @@ impl Task {
             nr_dirtied_pause: super::page_writeback::DIRTY_POLL_THRESH,
             dirty_paused_when_ns: 0,
             sleep_ns: 0,
+            memcg_reclaim: None,
+            fault_after_reclaim: false,
         }
     }
 

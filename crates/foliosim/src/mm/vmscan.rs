@@ -97,6 +97,7 @@ pub struct Lruvec {
     pub flushed: super::memcontrol::LruvecStats,
 }
 
+#[derive(Clone, Debug)]
 pub struct ScanControl {
     pub nr_to_reclaim: u64,
     pub nr_reclaimed: u64,
@@ -137,6 +138,15 @@ impl ScanControl {
         self.force_deactivate = true;
         self.skipped_deactivate = false;
         true
+    }
+
+    /// A reclaim of `memcg` at its limit for a charge of `nr_pages`
+    /// (try_to_free_mem_cgroup_pages).
+    pub fn memcg_reclaim(memcg: u16, nr_pages: u64) -> Self {
+        let mut sc = ScanControl::new(nr_pages.max(SWAP_CLUSTER_MAX), false);
+        sc.cgroup_reclaim = true;
+        sc.target_memcg = memcg;
+        sc
     }
 
     pub fn new(nr_to_reclaim: u64, is_kswapd: bool) -> Self {
@@ -981,28 +991,37 @@ impl Kernel {
     /// Reclaim from one memcg's LRUs on every node (try_to_free_mem_cgroup_pages).
     pub fn try_to_free_mem_cgroup_pages(&mut self, memcg: u16, nr_pages: u64) -> u64 {
         let start_ns = self.clock_ns;
-        let mut sc = ScanControl::new(nr_pages.max(SWAP_CLUSTER_MAX), false);
-        sc.cgroup_reclaim = true;
-        sc.target_memcg = memcg;
-        loop {
-            self.shrink_deferred_split(sc.priority);
-            for node in 0..self.nodes.len() as u32 {
-                let lv = self.lruvec_index(memcg, node);
-                self.shrink_lruvec(lv, &mut sc);
-            }
-            if sc.nr_reclaimed >= sc.nr_to_reclaim || sc.priority == 0 {
-                for node in 0..self.nodes.len() as u32 {
-                    self.snapshot_refaults(self.lruvec_index(memcg, node));
-                }
-                if sc.retry_with_force_deactivate() {
-                    continue;
-                }
-                self.throttle_on_dirty(&sc);
-                self.account_direct_reclaim(start_ns, sc.nr_reclaimed);
-                return sc.nr_reclaimed;
-            }
-            sc.priority -= 1;
+        let mut sc = ScanControl::memcg_reclaim(memcg, nr_pages);
+        while !self.memcg_reclaim_priority(&mut sc) {}
+        self.memcg_reclaim_done(&sc, start_ns)
+    }
+
+    /// One pass of try_to_free_mem_cgroup_pages's priority loop, at `sc.priority`. True when
+    /// the reclaim is over: enough reclaimed, or priority 0 passed (and no force_deactivate
+    /// retry); otherwise the priority is lowered for the next pass.
+    pub(super) fn memcg_reclaim_priority(&mut self, sc: &mut ScanControl) -> bool {
+        let memcg = sc.target_memcg;
+        self.shrink_deferred_split(sc.priority);
+        for node in 0..self.nodes.len() as u32 {
+            let lv = self.lruvec_index(memcg, node);
+            self.shrink_lruvec(lv, sc);
         }
+        if sc.nr_reclaimed >= sc.nr_to_reclaim || sc.priority == 0 {
+            for node in 0..self.nodes.len() as u32 {
+                self.snapshot_refaults(self.lruvec_index(memcg, node));
+            }
+            return !sc.retry_with_force_deactivate();
+        }
+        sc.priority -= 1;
+        false
+    }
+
+    /// The end of a memcg reclaim begun at `start_ns`: the writeback throttle and the reclaimer's
+    /// own figures. Returns the pages reclaimed.
+    pub(super) fn memcg_reclaim_done(&mut self, sc: &ScanControl, start_ns: u64) -> u64 {
+        self.throttle_on_dirty(sc);
+        self.account_direct_reclaim(start_ns, sc.nr_reclaimed);
+        sc.nr_reclaimed
     }
 
     /// Per-task figures of the reclaim the current task did itself.

@@ -284,6 +284,10 @@ impl Workload {
                         _ => next_random_page(k, prog, mm),
                     };
                     let vpn = prog.touch.base + page;
+                    if k.reclaim_before_fault(mm, vpn, write, quantum_end_ns) {
+                        // the same page again once the reclaim is over
+                        return Ok(false);
+                    }
                     k.touch(mm, vpn, write, *data)?;
                     let per_touch_ns = access_ns + store_ns(k, mm, vpn, write, *data);
                     k.spend(crate::mm::TimeKind::User, per_touch_ns);

@@ -440,6 +440,9 @@ struct ThreadState {
     /// Picoseconds of work not yet charged (under a nanosecond).
     carry_ps: u64,
     pending: Option<FileIo>,
+    /// An access (page, write) waiting for the reclaim its fault needs
+    /// (`Kernel::reclaim_before_fault`).
+    fault_pending: Option<(u32, bool)>,
     counters: TraceCounters,
 }
 
@@ -640,6 +643,16 @@ impl Replay {
             if k.clock_ns >= quantum_end_ns {
                 return Outcome::Yield;
             }
+            if let Some((vpn, write)) = self.threads[ti].fault_pending {
+                if k.reclaim_before_fault(mm, vpn, write, quantum_end_ns) {
+                    return Outcome::Yield;
+                }
+                self.threads[ti].fault_pending = None;
+                if k.touch(mm, vpn, write, content::DATA_DEFAULT).is_err() {
+                    return Outcome::Killed;
+                }
+                continue;
+            }
             let entry = match self.next_for(w, k, th) {
                 Ok(Next::Entry(e)) => e,
                 Ok(Next::Wait) => {
@@ -668,6 +681,10 @@ impl Replay {
                         self.threads[ti].counters.unmapped_accesses += 1;
                         continue;
                     };
+                    if k.reclaim_before_fault(mm, vpn, a.write, quantum_end_ns) {
+                        self.threads[ti].fault_pending = Some((vpn, a.write));
+                        return Outcome::Yield;
+                    }
                     if k.touch(mm, vpn, a.write, content::DATA_DEFAULT).is_err() {
                         return Outcome::Killed;
                     }
