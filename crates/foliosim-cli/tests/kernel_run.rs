@@ -447,6 +447,36 @@ mod kernel_run {
     }
 
     #[test]
+    fn validate_sim_only_simulates_this_machine_and_leaves_it_alone() {
+        let _one = LIVE.lock().unwrap_or_else(|e| e.into_inner());
+        let dir = Scratch::new("sim-only");
+        // more CPUs than any machine this runs on, so that validate plays the host's
+        let scenario = dir.write("pageout.toml", &PAGEOUT.replace("cpus = 2", "cpus = 1024"));
+        let json = dir.0.join("out.json");
+        let before = machine_state();
+        let out = foliosim()
+            .args(["validate", scenario.to_str().unwrap(), "--variant", "plain"])
+            .args(["--sim-only", "--json", json.to_str().unwrap()])
+            .output()
+            .unwrap();
+        if out.status.code() == Some(3) {
+            eprintln!("skipping live test: {}", text(&out));
+            return;
+        }
+        assert_same_state(&before, "after validate --sim-only");
+        assert!(out.status.success(), "{}", text(&out));
+        assert!(
+            text(&out).contains("simulated with the host's"),
+            "{}",
+            text(&out)
+        );
+        let doc: serde_json::Value = serde_json::from_str(&read(&json).unwrap()).unwrap();
+        let runs = doc["runs"].as_array().unwrap();
+        assert_eq!(runs.len(), 1, "the simulated run only: {doc}");
+        assert_eq!(runs[0]["profile"], "v6.18");
+    }
+
+    #[test]
     fn tmpfs_files_and_shared_memory_are_played_and_unmounted() {
         let _one = LIVE.lock().unwrap_or_else(|e| e.into_inner());
         let dir = Scratch::new("shmem");

@@ -284,7 +284,27 @@ impl Kernel {
     /// `quantum_end_ns`, and true asks the caller to give up the CPU and retry the access later;
     /// false lets the access go on (and its fault charges). Charges the fault makes anyway
     /// (large folios, the page cache) still reclaim inside it.
+    #[inline]
     pub fn reclaim_before_fault(
+        &mut self,
+        mm: u32,
+        vpn: u32,
+        write: bool,
+        quantum_end_ns: u64,
+    ) -> bool {
+        // the common case, checked first: no reclaim under way and room in the memcg
+        let task = &self.tasks[self.current as usize];
+        if task.memcg_reclaim.is_none() && !task.fault_after_reclaim {
+            let memcg = self.mms[mm as usize].memcg;
+            if memcg == 0 || self.memcgs[memcg as usize].margin() > 0 {
+                return false;
+            }
+        }
+        self.reclaim_before_fault_slow(mm, vpn, write, quantum_end_ns)
+    }
+
+    #[inline(never)]
+    fn reclaim_before_fault_slow(
         &mut self,
         mm: u32,
         vpn: u32,
