@@ -9,10 +9,10 @@
 //! folios) fails; others retry unconditionally while reclaim makes progress for orders up to
 //! PAGE_ALLOC_COSTLY_ORDER, else up to MAX_RECLAIM_RETRIES times, then OOM. The stock holds one
 //! memcg per CPU before v6.16 and NR_MEMCG_STOCK from v6.16 ("memcg: multi-memcg percpu charge
-//! cache"). An anonymous fault's order-0 charge that must reclaim does so before the fault, a
-//! priority pass at a time with other tasks running between (`reclaim_before_fault`), so that
-//! tasks reaching the limit together reclaim together, as they do live; other charges reclaim
-//! inside their fault. Uncharges go straight to the counter. Cgroups are flat under the root (id 0,
+//! cache"). When other tasks share the memcg, an anonymous fault's order-0 charge that must
+//! reclaim does so before the fault, a priority pass at a time with other tasks running between
+//! (`reclaim_before_fault`), so that tasks reaching the limit together reclaim together, as they
+//! do live; other charges, and a task alone in its memcg, reclaim inside the fault. Uncharges go straight to the counter. Cgroups are flat under the root (id 0,
 //! unlimited, never stocked). Left out: drain_all_stock runs every CPU's drain at once (the kernel
 //! queues work on the other CPUs), memory.high/low/min protection, swap.max, kmem and object
 //! stocks, hierarchy beyond one level, and reclaimers taking turns at each SWAP_CLUSTER_MAX
@@ -283,7 +283,8 @@ impl Kernel {
     /// no room for, the reclaim runs here first, one priority pass at a time until
     /// `quantum_end_ns`, and true asks the caller to give up the CPU and retry the access later;
     /// false lets the access go on (and its fault charges). Charges the fault makes anyway
-    /// (large folios, the page cache) still reclaim inside it.
+    /// (large folios, the page cache), and those of a task alone in its memcg, still reclaim
+    /// inside it.
     #[inline]
     pub fn reclaim_before_fault(
         &mut self,
@@ -324,6 +325,7 @@ impl Kernel {
                 if memcg == 0
                     || !self.charge_must_reclaim(memcg, 1)
                     || !self.anon_fault_charges(mm, vpn, write)
+                    || !self.memcg_has_other_tasks(memcg)
                 {
                     return false;
                 }
@@ -345,6 +347,16 @@ impl Kernel {
                 return true;
             }
         }
+    }
+
+    /// Another live task charges `memcg` and could reclaim beside the current one; alone, a
+    /// task reclaims inside its fault, in the kernel's order (after the fault's allocations).
+    fn memcg_has_other_tasks(&self, memcg: u16) -> bool {
+        let current = self.current as usize;
+        self.tasks
+            .iter()
+            .enumerate()
+            .any(|(i, t)| i != current && t.is_user() && t.is_running() && t.memcg == memcg)
     }
 
     /// A charge of `nr` pages to `memcg` by the current CPU would have to reclaim first: this

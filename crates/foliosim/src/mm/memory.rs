@@ -138,9 +138,9 @@ impl Kernel {
     }
 
     /// Whether an access to `vpn` will fault and charge a new anonymous folio: a write to a
-    /// never-written page or to the zero page, a swap-in that the swap cache cannot serve, or a
-    /// write to a page someone else maps too (do_wp_page's copy). Page-cache and NUMA-hinting
-    /// faults and PMD mappings are not counted.
+    /// never-written page or to the zero page, a swap-in of a small folio that the swap cache
+    /// cannot serve, or a write to a page someone else maps too (do_wp_page's copy). Page-cache
+    /// and NUMA-hinting faults and PMD mappings are not counted.
     pub(crate) fn anon_fault_charges(&self, mm: u32, vpn: u32, write: bool) -> bool {
         let m = &self.mms[mm as usize];
         let Some(vi) = m.find_vma(vpn) else {
@@ -152,6 +152,14 @@ impl Kernel {
         }
         let pte = v.ptes[(vpn - v.start) as usize];
         if pt::is_swap(pte) {
+            // alloc_swap_folio reads the PTEs around for a large folio's order before it
+            // charges, and a reclaim run ahead could change them: such a fault reclaims inside
+            if self.generation().swaps_in_large_folios()
+                && !self.zswap.ever_enabled
+                && self.anon_thp_orders(v.flags) != 0
+            {
+                return false;
+            }
             let (dev, off) = (pt::swap_device(pte), pt::swap_offset(pte));
             return self.swap_cache_lookup(dev, off).is_none();
         }
