@@ -12,11 +12,12 @@
 //! cache"). When other tasks share the memcg, an anonymous fault's order-0 charge that must
 //! reclaim does so before the fault, a priority pass at a time with other tasks running between
 //! (`reclaim_before_fault`), so that tasks reaching the limit together reclaim together, as they
-//! do live; other charges, and a task alone in its memcg, reclaim inside the fault. Uncharges go straight to the counter. Cgroups are flat under the root (id 0,
-//! unlimited, never stocked). Left out: drain_all_stock runs every CPU's drain at once (the kernel
-//! queues work on the other CPUs), memory.high/low/min protection, swap.max, kmem and object
-//! stocks, hierarchy beyond one level, and reclaimers taking turns at each SWAP_CLUSTER_MAX
-//! batch (here at each priority pass, which at low priorities is a large part of the list).
+//! do live; other charges, and a task alone in its memcg, reclaim inside the fault. Uncharges go
+//! straight to the counter. Cgroups are flat under the root (id 0, unlimited, never stocked).
+//! Left out: drain_all_stock runs every CPU's drain at once (the kernel queues work on the other
+//! CPUs), memory.high/low/min protection, swap.max, kmem and object stocks, hierarchy beyond one
+//! level, and reclaimers taking turns at each SWAP_CLUSTER_MAX batch (here at each priority
+//! pass, which at low priorities is a large part of the list).
 //!
 //! Statistics (v6.8+ rstat with flush thresholds): what reclaim and refault detection read of a
 //! memcg's lruvec (lruvec_page_state: the LRU sizes and the workingset activations) is the state
@@ -40,7 +41,6 @@ pub const FLUSH_TIME_NS: u64 = 2_000_000_000;
 
 /// A memcg reclaim a task began for its next fault and goes on with when it runs again
 /// (`Kernel::reclaim_before_fault`).
-#[derive(Debug)]
 pub struct PendingReclaim {
     sc: ScanControl,
     start_ns: u64,

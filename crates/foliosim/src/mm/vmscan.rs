@@ -97,7 +97,6 @@ pub struct Lruvec {
     pub flushed: super::memcontrol::LruvecStats,
 }
 
-#[derive(Clone, Debug)]
 pub struct ScanControl {
     pub nr_to_reclaim: u64,
     pub nr_reclaimed: u64,
