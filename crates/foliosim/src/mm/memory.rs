@@ -154,10 +154,7 @@ impl Kernel {
         if pt::is_swap(pte) {
             // alloc_swap_folio reads the PTEs around for a large folio's order before it
             // charges, and a reclaim run ahead could change them: such a fault reclaims inside
-            if self.generation().swaps_in_large_folios()
-                && !self.zswap.ever_enabled
-                && self.anon_thp_orders(v.flags) != 0
-            {
+            if self.swaps_in_large_folios_now() && self.anon_thp_orders(v.flags) != 0 {
                 return false;
             }
             let (dev, off) = (pt::swap_device(pte), pt::swap_offset(pte));
@@ -172,6 +169,12 @@ impl Kernel {
         let folio = self.mem.head_of(pt::pfn(pte));
         self.folio_test_anon(folio)
             && (self.mem.mapcount(folio) != 1 || self.mem.test(folio, pg::SWAPCACHE))
+    }
+
+    /// Whether a swap-in may bring a large folio back: from v6.12, and never once zswap was on
+    /// (zswap_never_enabled).
+    fn swaps_in_large_folios_now(&self) -> bool {
+        self.generation().swaps_in_large_folios() && !self.zswap.ever_enabled
     }
 
     /// Orders above 0 that the knobs and the VMA allow (thp_vma_allowable_orders), as a bitmask.
@@ -367,8 +370,7 @@ impl Kernel {
                 self.memcgs[memcg as usize].count(Memcg::Pgmajfault, 1);
                 let bypass = self.swap[dev as usize].synchronous()
                     && self.swap[dev as usize].swap_count(off) == 1;
-                // v6.12+: no large swap-in once zswap was ever on (zswap_never_enabled).
-                let large = self.generation().swaps_in_large_folios() && !self.zswap.ever_enabled;
+                let large = self.swaps_in_large_folios_now();
                 // alloc_swap_folio tries each candidate order, highest first, then order 0.
                 let mut orders = if bypass && large {
                     self.swap_folio_orders(mm, vi, vpn, dev, off)
@@ -1223,29 +1225,13 @@ mod tests {
         // alloc_swap_folio falls back one enabled order at a time. 16 KiB and 64 KiB enabled, a
         // 64 KiB folio paged out, and room in the memcg for 8 pages: the 64 KiB charge cannot
         // reclaim (defrag "madvise", VMA not madvised), so the range comes back 16 KiB at a time.
-        let toml = r#"
-name = "t"
-[[machine.node]]
-memory = "1G"
-cpus = 1
-[[swap]]
-name = "z"
-kind = "zram"
-size = "1G"
-[[cgroup]]
-name = "cg"
-"memory.max" = "1M"
-[knobs]
-"/sys/kernel/mm/transparent_hugepage/enabled" = "never"
+        let (mut k, mm) = crate::mm::boot_zram_for_test(
+            "v6.18",
+            Some("1M"),
+            r#""/sys/kernel/mm/transparent_hugepage/enabled" = "never"
 "/sys/kernel/mm/transparent_hugepage/hugepages-16kB/enabled" = "always"
-"/sys/kernel/mm/transparent_hugepage/hugepages-64kB/enabled" = "always"
-[[task]]
-name = "t"
-cgroup = "cg"
-ops = [{ op = "sleep", time = "1ms" }]
-"#;
-        let (mut k, t) = crate::mm::boot_for_test(toml, "v6.18");
-        let mm = k.tasks[t as usize].mm.unwrap();
+"/sys/kernel/mm/transparent_hugepage/hugepages-64kB/enabled" = "always""#,
+        );
         let memcg = k.mms[mm as usize].memcg;
         let start = k.mmap_anon(mm, 16);
         k.touch(mm, start, true, content::DATA_DEFAULT).unwrap();

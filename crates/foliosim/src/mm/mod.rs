@@ -593,9 +593,20 @@ pub(crate) fn boot_for_test(toml: &str, profile: &str) -> (Kernel, u32) {
 }
 
 /// One node of 1 GiB with one CPU, a 1 GiB zram device, one task with `knobs` (lines of a
-/// `[knobs]` table); the task's mm.
+/// `[knobs]` table), in a cgroup "cg" of that `memory.max` if one is given; the task's mm.
 #[cfg(test)]
-pub(crate) fn boot_zram_for_test(profile: &str, knobs: &str) -> (Kernel, u32) {
+pub(crate) fn boot_zram_for_test(
+    profile: &str,
+    memory_max: Option<&str>,
+    knobs: &str,
+) -> (Kernel, u32) {
+    let (cgroup, in_cgroup) = match memory_max {
+        Some(max) => (
+            format!("[[cgroup]]\nname = \"cg\"\n\"memory.max\" = \"{max}\"\n"),
+            "cgroup = \"cg\"\n",
+        ),
+        None => (String::new(), ""),
+    };
     let toml = format!(
         r#"
 name = "t"
@@ -606,11 +617,11 @@ cpus = 1
 name = "z"
 kind = "zram"
 size = "1G"
-[knobs]
+{cgroup}[knobs]
 {knobs}
 [[task]]
 name = "t"
-ops = [{{ op = "sleep", time = "1ms" }}]
+{in_cgroup}ops = [{{ op = "sleep", time = "1ms" }}]
 "#
     );
     let (k, t) = boot_for_test(&toml, profile);

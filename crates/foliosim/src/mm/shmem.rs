@@ -873,7 +873,7 @@ mod tests {
     use crate::mm::vmscan::ScanControl;
 
     fn boot(profile: &str, knobs: &str) -> (Kernel, u32) {
-        crate::mm::boot_zram_for_test(profile, knobs)
+        crate::mm::boot_zram_for_test(profile, None, knobs)
     }
 
     /// The shmem file's pages that are out on swap.

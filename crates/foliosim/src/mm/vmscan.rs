@@ -1275,7 +1275,7 @@ ops = [{ op = "sleep", time = "1ms" }]
     /// the statistics flushed; returns the node's lruvec.
     fn lists(anon: u32, active_anon: u32, file: u32, active_file: bool) -> (Kernel, usize) {
         let thp_never = r#""/sys/kernel/mm/transparent_hugepage/enabled" = "never""#;
-        let (mut k, mm) = crate::mm::boot_zram_for_test("v6.18", thp_never);
+        let (mut k, mm) = crate::mm::boot_zram_for_test("v6.18", None, thp_never);
         let start = k.mmap_anon(mm, anon);
         for vpn in start..start + anon {
             k.touch(mm, vpn, true, crate::mm::folio::content::DATA_DEFAULT)

@@ -259,7 +259,7 @@ mod tests {
     }
 
     fn boot(profile: &str) -> (Kernel, u32) {
-        crate::mm::boot_zram_for_test(profile, "")
+        crate::mm::boot_zram_for_test(profile, None, "")
     }
 
     /// Writes `nr` pages of a new anonymous region with data and returns its first page.
