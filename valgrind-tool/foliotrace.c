@@ -18,9 +18,10 @@
  * ---------------------------------------------------------------------------------------------
  * The raw stream (read by trace_record.rs; not a file format anyone keeps)
  *
- * Written to the file descriptor given by --out-fd=N (a pipe the recorder reads), in chunks of
- * at most 4096 bytes (PIPE_BUF), each written by one write(2) so that the chunks of the
- * processes a fork makes (which share the pipe) never interleave:
+ * Written to the file descriptor given by --out-fd=N (a pipe the recorder reads), in chunks,
+ * each written by one write(2). Once the program forked, every process's chunks are at most
+ * 4096 bytes (PIPE_BUF), so that the chunks of the processes sharing the pipe never interleave;
+ * until then its only process writes chunks of up to 64 KiB, which take fewer system calls:
  *
  *   chunk   := pid:u32le payload_len:u32le payload
  *   payload := record*                      (a record never spans two chunks)
@@ -31,9 +32,11 @@
  * and most events belong to the "current thread" of the process's stream, set by THREAD.
  *
  *   1  THREAD   serial                       the following records are this thread's
- *   2  READ_ACCESS  page_delta count instructions
- *   3  WRITE_ACCESS page_delta count instructions
- *                  page_delta: zigzag(page - the thread's previous record's page; 0 at first)
+ *   0x80-0xff  ACCESS                        an access record of the current thread, in the
+ *                                            trace's own encoding (docs/traces.md) without the
+ *                                            thread field (the T bit is never set): the recorder
+ *                                            copies it into the trace as it is. Its page is a
+ *                                            delta from the thread's previous record's (0 first).
  *   4  START    parent_pid parent_serial     first record of a forked process (0 0: the first)
  *   5  FORK     child_pid                    the current thread forked process child_pid
  *   6  CLONE    child_serial                 the current thread started a thread
@@ -79,7 +82,8 @@ extern Int VG_(safe_fd)(Int oldfd);
 
 #define PAGE_SHIFT 12
 #define NO_PAGE (~0ULL)
-#define CHUNK_BYTES 4096 /* PIPE_BUF on Linux: one write(2) of a pipe at most this long is atomic */
+#define CHUNK_BYTES 65536 /* the longest chunk */
+#define ATOMIC_CHUNK_BYTES 4096 /* PIPE_BUF on Linux: one write(2) of a pipe at most this long is atomic */
 #define CHUNK_HEADER_BYTES 8
 #define MAX_PATH_BYTES 1024
 #define MAX_THREADS 2048
@@ -87,8 +91,7 @@ extern Int VG_(safe_fd)(Int oldfd);
 
 enum raw_tag {
    TAG_THREAD = 1,
-   TAG_READ_ACCESS = 2,
-   TAG_WRITE_ACCESS = 3,
+   /* 2 and 3 are not used */
    TAG_START = 4,
    TAG_FORK = 5,
    TAG_CLONE = 6,
@@ -106,6 +109,18 @@ enum raw_tag {
    TAG_EXEC = 18,
    TAG_FADVISE = 19,
 };
+
+/* The trace format's access record (crates/foliosim/src/trace/format.rs): a tag of flags, then
+ * the delta, count and instructions varints the flags call for. */
+#define ACCESS 0x80
+#define ACCESS_WRITE 0x01
+#define ACCESS_COUNT 0x02
+#define ACCESS_INSTRUCTIONS 0x08
+#define DELTA_VARINT 0x00
+#define DELTA_PLUS_ONE 0x10
+#define DELTA_MINUS_ONE 0x20
+#define DELTA_ZERO 0x30
+#define MAX_ACCESS_COUNT 0xffffffffULL /* the format's count is a u32 */
 
 /* ---- options ---- */
 
@@ -162,6 +177,8 @@ static Int out_fd = -1;
 static Int my_pid = 0;
 static UChar chunk[CHUNK_BYTES];
 static Int chunk_len = CHUNK_HEADER_BYTES;
+/* CHUNK_BYTES while this is the program's only process, ATOMIC_CHUNK_BYTES once there are more */
+static Int chunk_limit = CHUNK_BYTES;
 static Long stream_thread = -1; /* the serial the last THREAD record named */
 
 static void put_u32le(UChar *at, UInt value)
@@ -198,7 +215,7 @@ static Int record_len; /* = chunk_len while a record is being written */
 
 static void begin_with(UChar tag, Int extra_bytes)
 {
-   if (chunk_len + 1 + MAX_FIELDS_BYTES + extra_bytes > CHUNK_BYTES)
+   if (chunk_len + 1 + MAX_FIELDS_BYTES + extra_bytes > chunk_limit)
       flush_chunk();
    record_len = chunk_len;
    chunk[record_len++] = tag;
@@ -209,13 +226,21 @@ static void begin(UChar tag)
    begin_with(tag, 0);
 }
 
-static inline void put(ULong value)
+/* Writes a varint at `at` and returns where it ends. The hot path keeps its cursor in a local:
+ * every byte stored into the chunk may alias `record_len`, which would be reloaded after each. */
+static inline UChar *put_at(UChar *at, ULong value)
 {
    while (value >= 0x80) {
-      chunk[record_len++] = (UChar)(value | 0x80);
+      *at++ = (UChar)(value | 0x80);
       value >>= 7;
    }
-   chunk[record_len++] = (UChar)value;
+   *at++ = (UChar)value;
+   return at;
+}
+
+static inline void put(ULong value)
+{
+   record_len = put_at(chunk + record_len, value) - chunk;
 }
 
 static void put_bytes(const HChar *bytes, Int len)
@@ -263,6 +288,31 @@ static ULong zigzag(Long value)
    return ((ULong)value << 1) ^ (ULong)(value >> 63);
 }
 
+/* The delta classes of the tag, by zigzag(delta): 0, -1 and +1 need no varint. */
+static const UChar delta_class[3] = {DELTA_ZERO, DELTA_MINUS_ONE, DELTA_PLUS_ONE};
+
+/* One access record. Written without a branch the data decides where it can: records are
+ * written by the billion, and a mispredicted branch costs about as much as the rest. */
+static void put_access(ULong zdelta, ULong count, ULong instructions, ULong write)
+{
+   begin(ACCESS | (UChar)write | (count != 1 ? ACCESS_COUNT : 0) |
+         (instructions != 0 ? ACCESS_INSTRUCTIONS : 0) |
+         (zdelta < 3 ? delta_class[zdelta] : DELTA_VARINT));
+   UChar *at = chunk + record_len;
+   if (zdelta >= 3)
+      at = put_at(at, zdelta);
+   if (count < 0x80) {
+      *at = (UChar)count; /* kept only if the tag says a count follows */
+      at += count != 1;
+   } else {
+      at = put_at(at, count);
+   }
+   if (instructions != 0)
+      at = put_at(at, instructions);
+   record_len = at - chunk;
+   end();
+}
+
 /* Writes the running thread's open record, if any, and leaves none open. */
 static void close_record(void)
 {
@@ -271,11 +321,17 @@ static void close_record(void)
    struct thread_state *t = running_thread;
    if (stream_thread != t->serial)
       name_thread(running_tid);
-   begin(running.write ? TAG_WRITE_ACCESS : TAG_READ_ACCESS);
-   put(zigzag((Long)(running.page - t->last_page)));
-   put(running.count);
-   put(running.instructions);
-   end();
+   ULong zdelta = zigzag((Long)(running.page - t->last_page));
+   ULong count = running.count > 0 ? running.count : 1;
+   ULong instructions = running.instructions;
+   /* a count beyond 32 bits (billions of accesses to one page in a row) takes several records */
+   while (count > MAX_ACCESS_COUNT) {
+      put_access(zdelta, MAX_ACCESS_COUNT, instructions, running.write);
+      count -= MAX_ACCESS_COUNT;
+      zdelta = 0;
+      instructions = 0;
+   }
+   put_access(zdelta, count, instructions, running.write);
    t->last_page = running.page;
    running.page = NO_PAGE;
    running.count = 0;
@@ -499,6 +555,7 @@ static void before_fork(ThreadId tid)
    if (running_tid == tid)
       close_record();
    flush_chunk(); /* else both processes would write what the parent buffered */
+   chunk_limit = ATOMIC_CHUNK_BYTES;
 }
 
 static void in_fork_child(ThreadId tid)

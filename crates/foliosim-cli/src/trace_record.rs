@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, ExitStatus};
 use std::time::Duration;
 
-use foliosim::trace::{Entry, Header, TraceWriter};
+use foliosim::trace::{Access, Entry, Header, ThreadId, TraceWriter};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use crate::args::RecordArgs;
@@ -21,7 +21,7 @@ use crate::live::signal;
 use crate::output::{check_output_path, io_error_text};
 use crate::Failure;
 
-use raw::{RawDecoder, Tally};
+use raw::{RawDecoder, Sink, Tally};
 
 /// The name valgrind knows the tool by (`--tool=foliotrace`, file foliotrace-amd64-linux).
 const TOOL: &str = "foliotrace";
@@ -212,8 +212,11 @@ impl Recording {
 
         let progress = progress_bar();
         let mut decoder = RawDecoder::new();
-        let mut entries: Vec<Entry> = Vec::new();
         let mut buffer = vec![0u8; READ_BYTES];
+        let mut sink = WriterSink {
+            writer: &mut self.writer,
+            error: None,
+        };
         let mut stream_error: Option<String> = None;
         let mut interrupted: Option<i32> = None;
         loop {
@@ -235,19 +238,17 @@ impl Recording {
             if stream_error.is_some() {
                 continue; // drain, so that valgrind is not blocked on a full pipe
             }
-            if let Err(e) = decoder.feed(&buffer[..n], &mut entries) {
+            if let Err(e) = decoder.feed(&buffer[..n], &mut sink) {
                 stream_error = Some(e.to_string());
                 continue;
             }
-            for entry in entries.drain(..) {
-                if let Err(e) = self.writer.push(&entry) {
-                    stream_error = Some(format!(
-                        "{}: cannot write the trace: {}",
-                        self.output.display(),
-                        io_error_text(&e)
-                    ));
-                    break;
-                }
+            if let Some(e) = sink.error.take() {
+                stream_error = Some(format!(
+                    "{}: cannot write the trace: {}",
+                    self.output.display(),
+                    io_error_text(&e)
+                ));
+                continue;
             }
             progress.set_message(format!(
                 "recording {}: {} records",
@@ -287,12 +288,10 @@ impl Recording {
             });
         }
         decoder
-            .finish(&mut entries)
+            .finish(&mut sink)
             .map_err(|e| recording_failure(format!("{e}; no trace written")))?;
-        for entry in entries.drain(..) {
-            self.writer
-                .push(&entry)
-                .map_err(|e| write_failure(&self.output, "write", &e))?;
+        if let Some(e) = sink.error {
+            return Err(write_failure(&self.output, "write", &e));
         }
         let tally = decoder.tally;
         let mut out = self
@@ -315,6 +314,33 @@ impl Recording {
             .persist(&self.output)
             .map_err(|e| write_failure(&self.output, "rename", &e.error))?;
         Ok((status, tally, len_bytes, decoder.execs()))
+    }
+}
+
+/// The trace being written, as the decoder's sink: entries go straight into it, accesses as the
+/// tool encoded them, a run at a time. Its first error is kept; what follows it is dropped.
+struct WriterSink<'a, W: Write> {
+    writer: &'a mut TraceWriter<W>,
+    error: Option<std::io::Error>,
+}
+
+impl<W: Write> Sink for WriterSink<'_, W> {
+    fn entry(&mut self, entry: Entry) {
+        if self.error.is_none() {
+            self.error = self.writer.push(&entry).err();
+        }
+    }
+
+    /// Taken whole by `encoded_accesses`.
+    fn access(&mut self, _access: Access) {}
+
+    fn encoded_accesses(&mut self, thread: ThreadId, last_page: u64, encoded: &[u8]) {
+        if self.error.is_none() {
+            self.error = self
+                .writer
+                .push_encoded_accesses(thread, last_page, encoded)
+                .err();
+        }
     }
 }
 

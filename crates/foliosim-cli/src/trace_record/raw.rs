@@ -10,11 +10,13 @@
 
 use std::collections::{HashMap, HashSet};
 
+use foliosim::trace::format::{
+    unzigzag, ACCESS, ACCESS_COUNT, ACCESS_DELTA_MASK, ACCESS_INSTRUCTIONS, ACCESS_RESERVED,
+    ACCESS_THREAD, ACCESS_WRITE, DELTA_MINUS_ONE, DELTA_PLUS_ONE, DELTA_ZERO,
+};
 use foliosim::trace::{Access, Entry, Event, FileId, ThreadId};
 
 const TAG_THREAD: u8 = 1;
-const TAG_READ_ACCESS: u8 = 2;
-const TAG_WRITE_ACCESS: u8 = 3;
 const TAG_START: u8 = 4;
 const TAG_FORK: u8 = 5;
 const TAG_CLONE: u8 = 6;
@@ -33,8 +35,8 @@ const TAG_EXEC: u8 = 18;
 const TAG_FADVISE: u8 = 19;
 
 const CHUNK_HEADER_BYTES: usize = 8;
-/// The tool writes chunks of at most PIPE_BUF bytes, header included.
-const MAX_CHUNK_BYTES: usize = 4096;
+/// The tool writes chunks of at most 64 KiB, header included (PIPE_BUF once it forked).
+const MAX_CHUNK_BYTES: usize = 65536;
 
 /// A stream the tool cannot have written: where (byte offset in the raw stream) and why.
 #[derive(Debug, PartialEq, Eq)]
@@ -50,6 +52,27 @@ impl std::fmt::Display for RawError {
             "the foliotrace stream, byte {}: {}",
             self.offset, self.message
         )
+    }
+}
+
+/// Where the decoded entries go, in order.
+pub trait Sink {
+    fn entry(&mut self, entry: Entry);
+
+    /// One access, decoded.
+    fn access(&mut self, access: Access) {
+        self.entry(Entry::Access(access));
+    }
+
+    /// The accesses just given to `access`, all of one thread, as the tool encoded them: the
+    /// trace's own encoding without the thread field (TraceWriter::push_encoded_accesses);
+    /// `last_page` is the thread's page after them.
+    fn encoded_accesses(&mut self, _thread: ThreadId, _last_page: u64, _encoded: &[u8]) {}
+}
+
+impl Sink for Vec<Entry> {
+    fn entry(&mut self, entry: Entry) {
+        self.push(entry);
     }
 }
 
@@ -158,7 +181,18 @@ pub struct RawDecoder {
     root_seen: bool,
     /// Processes whose last record is an EXEC.
     execs_pending: usize,
+    /// The thread of the last access record, while only its accesses follow.
+    hot: Option<HotThread>,
     pub tally: Tally,
+}
+
+/// Where the last access record's thread is: accesses that follow it skip the lookups.
+#[derive(Clone, Copy)]
+struct HotThread {
+    pid: u32,
+    process: usize,
+    serial: usize,
+    thread: ThreadId,
 }
 
 /// A cursor over one chunk's payload.
@@ -180,19 +214,22 @@ impl Fields<'_> {
         }
     }
 
+    #[inline]
     fn varint(&mut self) -> Result<u64, RawError> {
+        let rest = &self.bytes[self.at..];
         let mut value = 0u64;
-        for shift in (0..64).step_by(7) {
-            let Some(&byte) = self.bytes.get(self.at) else {
-                return Err(self.error("expected a varint, found the end of the chunk"));
-            };
-            self.at += 1;
-            value |= u64::from(byte & 0x7f) << shift;
+        for (i, &byte) in rest.iter().take(10).enumerate() {
+            value |= u64::from(byte & 0x7f) << (7 * i);
             if byte & 0x80 == 0 {
+                self.at += i + 1;
                 return Ok(value);
             }
         }
-        Err(self.error("expected a varint of at most 10 bytes"))
+        Err(self.error(if rest.len() < 10 {
+            "expected a varint, found the end of the chunk"
+        } else {
+            "expected a varint of at most 10 bytes"
+        }))
     }
 
     fn u32(&mut self) -> Result<u32, RawError> {
@@ -215,18 +252,24 @@ impl Fields<'_> {
     }
 }
 
-fn unzigzag(value: u64) -> i64 {
-    ((value >> 1) as i64) ^ -((value & 1) as i64)
-}
-
 impl RawDecoder {
     pub fn new() -> RawDecoder {
         RawDecoder::default()
     }
 
-    /// Decodes the complete chunks `bytes` finishes, appending their entries to `out`.
-    pub fn feed(&mut self, mut bytes: &[u8], out: &mut Vec<Entry>) -> Result<(), RawError> {
+    /// Decodes the complete chunks `bytes` finishes, handing their entries to `out` in order.
+    pub fn feed(&mut self, mut bytes: &[u8], out: &mut impl Sink) -> Result<(), RawError> {
         while !bytes.is_empty() {
+            // a whole chunk in `bytes` is decoded where it is, not copied first
+            if self.partial.is_empty() && bytes.len() >= CHUNK_HEADER_BYTES {
+                let payload_len = self.payload_len(&bytes[..CHUNK_HEADER_BYTES])?;
+                let wanted = CHUNK_HEADER_BYTES + payload_len;
+                if bytes.len() >= wanted {
+                    self.chunk(&bytes[..wanted], out)?;
+                    bytes = &bytes[wanted..];
+                    continue;
+                }
+            }
             if self.partial.len() < CHUNK_HEADER_BYTES {
                 let take = (CHUNK_HEADER_BYTES - self.partial.len()).min(bytes.len());
                 self.partial.extend_from_slice(&bytes[..take]);
@@ -235,18 +278,8 @@ impl RawDecoder {
                     break;
                 }
             }
-            let payload_len =
-                u32::from_le_bytes(self.partial[4..8].try_into().expect("4 bytes")) as usize;
-            if payload_len > MAX_CHUNK_BYTES - CHUNK_HEADER_BYTES {
-                return Err(RawError {
-                    offset: self.offset + 4,
-                    message: format!(
-                        "expected a chunk length of at most {}, found {payload_len}",
-                        MAX_CHUNK_BYTES - CHUNK_HEADER_BYTES
-                    ),
-                });
-            }
-            let wanted = CHUNK_HEADER_BYTES + payload_len;
+            let wanted =
+                CHUNK_HEADER_BYTES + self.payload_len(&self.partial[..CHUNK_HEADER_BYTES])?;
             let take = (wanted - self.partial.len()).min(bytes.len());
             self.partial.extend_from_slice(&bytes[..take]);
             bytes = &bytes[take..];
@@ -254,25 +287,52 @@ impl RawDecoder {
                 break;
             }
             let chunk = std::mem::take(&mut self.partial);
-            let pid = u32::from_le_bytes(chunk[0..4].try_into().expect("4 bytes"));
-            let mut fields = Fields {
-                bytes: &chunk[CHUNK_HEADER_BYTES..],
-                at: 0,
-                base: self.offset + CHUNK_HEADER_BYTES as u64,
-            };
-            while fields.at < fields.bytes.len() {
-                self.record(pid, &mut fields, out)?;
-            }
-            self.offset += wanted as u64;
+            self.chunk(&chunk, out)?;
             self.partial = chunk;
             self.partial.clear();
         }
         Ok(())
     }
 
+    /// The payload length a chunk header (at the stream's current offset) gives.
+    fn payload_len(&self, header: &[u8]) -> Result<usize, RawError> {
+        let payload_len = u32::from_le_bytes(header[4..8].try_into().expect("4 bytes")) as usize;
+        if payload_len > MAX_CHUNK_BYTES - CHUNK_HEADER_BYTES {
+            return Err(RawError {
+                offset: self.offset + 4,
+                message: format!(
+                    "expected a chunk length of at most {}, found {payload_len}",
+                    MAX_CHUNK_BYTES - CHUNK_HEADER_BYTES
+                ),
+            });
+        }
+        Ok(payload_len)
+    }
+
+    /// Decodes one whole chunk, header included, at the stream's current offset.
+    fn chunk(&mut self, chunk: &[u8], out: &mut impl Sink) -> Result<(), RawError> {
+        let pid = u32::from_le_bytes(chunk[0..4].try_into().expect("4 bytes"));
+        let mut fields = Fields {
+            bytes: &chunk[CHUNK_HEADER_BYTES..],
+            at: 0,
+            base: self.offset + CHUNK_HEADER_BYTES as u64,
+        };
+        while let Some(&tag) = fields.bytes.get(fields.at) {
+            // most records are accesses of the thread the previous record named
+            match self.hot {
+                Some(hot) if hot.pid == pid && tag & ACCESS != 0 => {
+                    self.accesses(hot, &mut fields, out)?;
+                }
+                _ => self.record(pid, &mut fields, out)?,
+            }
+        }
+        self.offset += chunk.len() as u64;
+        Ok(())
+    }
+
     /// The stream ended: every thread still alive exits (a process that exec'd or was killed
     /// wrote no END). Fails if the stream stopped inside a chunk.
-    pub fn finish(&mut self, out: &mut Vec<Entry>) -> Result<(), RawError> {
+    pub fn finish(&mut self, out: &mut impl Sink) -> Result<(), RawError> {
         if !self.partial.is_empty() {
             return Err(RawError {
                 offset: self.offset + self.partial.len() as u64,
@@ -292,7 +352,7 @@ impl RawDecoder {
         alive.sort_unstable();
         for thread in alive {
             self.tally.events += 1;
-            out.push(Entry::Event(Event::Exit { thread }));
+            out.entry(Entry::Event(Event::Exit { thread }));
         }
         Ok(())
     }
@@ -363,7 +423,7 @@ impl RawDecoder {
 
     /// A new process `child` forked by (`parent`, `serial`): its state starts as a copy of
     /// its parent's files; the Fork entry is written.
-    fn fork(&mut self, parent: u32, serial: u32, child: u32, out: &mut Vec<Entry>) {
+    fn fork(&mut self, parent: u32, serial: u32, child: u32, out: &mut impl Sink) {
         let files = self
             .processes
             .get(&parent)
@@ -379,18 +439,82 @@ impl RawDecoder {
         let thread = self.thread_id(parent, serial);
         let child = self.thread_id(child, 0);
         self.tally.events += 1;
-        out.push(Entry::Event(Event::Fork { thread, child }));
+        out.entry(Entry::Event(Event::Fork { thread, child }));
+    }
+
+    /// The access records of a known thread from `fields.at` on, up to the next other record
+    /// or the chunk's end (most of a chunk): each in the trace's encoding without the thread
+    /// field, its page a delta from the thread's previous one.
+    fn accesses(
+        &mut self,
+        hot: HotThread,
+        fields: &mut Fields,
+        out: &mut impl Sink,
+    ) -> Result<(), RawError> {
+        let mut page = self.processes.list[hot.process].threads[hot.serial].last_page;
+        let (mut records, mut instructions_total) = (0, 0);
+        let run_start = fields.at;
+        while let Some(&tag) = fields.bytes.get(fields.at) {
+            if tag & ACCESS == 0 {
+                break;
+            }
+            let start = fields.at;
+            fields.at += 1;
+            if tag & (ACCESS_THREAD | ACCESS_RESERVED) != 0 {
+                return Err(RawError {
+                    offset: fields.base + start as u64,
+                    message: format!(
+                        "expected an access tag without the thread and reserved bits, found {tag:#04x}"
+                    ),
+                });
+            }
+            let delta = match tag & ACCESS_DELTA_MASK {
+                DELTA_ZERO => 0,
+                DELTA_PLUS_ONE => 1,
+                DELTA_MINUS_ONE => -1,
+                _ => unzigzag(fields.varint()?),
+            };
+            let count = if tag & ACCESS_COUNT != 0 {
+                match fields.u32()? {
+                    0 => return Err(fields.error("expected a count of at least 1, found 0")),
+                    count => count,
+                }
+            } else {
+                1
+            };
+            let instructions = if tag & ACCESS_INSTRUCTIONS != 0 {
+                fields.varint()?
+            } else {
+                0
+            };
+            page = page.wrapping_add_signed(delta);
+            records += 1;
+            instructions_total += instructions;
+            out.access(Access {
+                thread: hot.thread,
+                page,
+                write: tag & ACCESS_WRITE != 0,
+                count,
+                instructions,
+            });
+        }
+        out.encoded_accesses(hot.thread, page, &fields.bytes[run_start..fields.at]);
+        self.processes.list[hot.process].threads[hot.serial].last_page = page;
+        self.tally.accesses += records;
+        self.tally.instructions += instructions_total;
+        Ok(())
     }
 
     fn record(
         &mut self,
         pid: u32,
         fields: &mut Fields,
-        out: &mut Vec<Entry>,
+        out: &mut impl Sink,
     ) -> Result<(), RawError> {
         let tag_offset = fields.offset();
         let tag = fields.bytes[fields.at];
         fields.at += 1;
+        self.hot = None;
         if self.execs_pending > 0 && tag != TAG_EXEC {
             if let Some(p) = self.processes.get_mut(&pid) {
                 if p.exec.take().is_some() {
@@ -400,7 +524,7 @@ impl RawDecoder {
         }
         let mut event = |decoder: &mut RawDecoder, event: Event| {
             decoder.tally.events += 1;
-            out.push(Entry::Event(event));
+            out.entry(Entry::Event(event));
         };
         match tag {
             TAG_THREAD => {
@@ -409,45 +533,17 @@ impl RawDecoder {
                 process.thread(serial);
                 process.current = Some(serial);
             }
-            TAG_READ_ACCESS | TAG_WRITE_ACCESS => {
-                let delta = unzigzag(fields.varint()?);
-                let count = fields.varint()?;
-                let instructions = fields.varint()?;
-                // the hot path: one lookup of the process, the thread's id already known
-                let known = self.processes.get_mut(&pid).and_then(|p| {
-                    let serial = p.current?;
-                    let state = &mut p.threads[serial as usize];
-                    state.id.map(|id| (id, state))
-                });
-                let (thread, page) = match known {
-                    Some((thread, state)) => {
-                        state.last_page = state.last_page.wrapping_add_signed(delta);
-                        (thread, state.last_page)
-                    }
-                    None => {
-                        let (serial, thread) = self.current(pid, fields)?;
-                        let state = self.processes.entry(pid).thread(serial);
-                        state.last_page = state.last_page.wrapping_add_signed(delta);
-                        (thread, state.last_page)
-                    }
+            tag if tag & ACCESS != 0 => {
+                let (serial, thread) = self.current(pid, fields)?;
+                let hot = HotThread {
+                    pid,
+                    process: self.processes.index(pid).expect("current"),
+                    serial: serial as usize,
+                    thread,
                 };
-                // a count beyond u32 (billions of accesses to one page in a row) is split
-                let mut left = count.max(1);
-                let mut instructions = instructions;
-                self.tally.instructions += instructions;
-                while left > 0 {
-                    let part = left.min(u64::from(u32::MAX));
-                    out.push(Entry::Access(Access {
-                        thread,
-                        page,
-                        write: tag == TAG_WRITE_ACCESS,
-                        count: part as u32,
-                        instructions,
-                    }));
-                    self.tally.accesses += 1;
-                    instructions = 0;
-                    left -= part;
-                }
+                fields.at -= 1; // the run starts with this record
+                self.accesses(hot, fields, out)?;
+                self.hot = Some(hot);
             }
             TAG_START => {
                 let parent = fields.u32()?;
@@ -693,7 +789,7 @@ impl RawDecoder {
             other => {
                 return Err(RawError {
                     offset: tag_offset,
-                    message: format!("expected a record tag 1..=19, found {other}"),
+                    message: format!("expected an access tag (0x80 and up) or an event tag 1 or 4..=19, found {other}"),
                 })
             }
         }
@@ -737,6 +833,27 @@ mod tests {
         ((v << 1) ^ (v >> 63)) as u64
     }
 
+    /// An access record as the tool encodes it: the trace's encoding without the thread field.
+    fn acc(write: bool, delta: i64, count: u64, instructions: u64) -> Vec<u64> {
+        let mut tag = ACCESS | if write { ACCESS_WRITE } else { 0 };
+        let mut fields = Vec::new();
+        match delta {
+            0 => tag |= DELTA_ZERO,
+            1 => tag |= DELTA_PLUS_ONE,
+            -1 => tag |= DELTA_MINUS_ONE,
+            d => fields.push(zz(d)),
+        }
+        if count != 1 {
+            tag |= ACCESS_COUNT;
+            fields.push(count);
+        }
+        if instructions != 0 {
+            tag |= ACCESS_INSTRUCTIONS;
+            fields.push(instructions);
+        }
+        [vec![u64::from(tag)], fields].concat()
+    }
+
     fn decode(bytes: &[u8], step: usize) -> Result<Vec<Entry>, RawError> {
         let mut decoder = RawDecoder::new();
         let mut out = Vec::new();
@@ -765,12 +882,12 @@ mod tests {
             &[
                 &[4, 0, 0],
                 &[1, 0],
-                &[3, zz(100), 5, 10],
+                &acc(true, 100, 5, 10),
                 &[6, 1],
                 &[1, 1],
-                &[2, zz(50), 1, 2],
+                &acc(false, 50, 1, 2),
                 &[1, 0],
-                &[2, zz(1), 2, 3],
+                &acc(false, 1, 2, 3),
                 &[7, 1],
             ],
         )
@@ -801,13 +918,13 @@ mod tests {
         let mut parent_first = Stream(Vec::new());
         parent_first
             .chunk(10, &[&[4, 0, 0], &[1, 0], &[5, 11]])
-            .chunk(11, &[&[4, 10, 0], &[1, 0], &[3, zz(9), 1, 1], &[17]])
+            .chunk(11, &[&[4, 10, 0], &[1, 0], &acc(true, 9, 1, 1), &[17]])
             .chunk(10, &[&[17]]);
         // the child's START first
         let mut child_first = Stream(Vec::new());
         child_first
             .chunk(10, &[&[4, 0, 0], &[1, 0]])
-            .chunk(11, &[&[4, 10, 0], &[1, 0], &[3, zz(9), 1, 1], &[17]])
+            .chunk(11, &[&[4, 10, 0], &[1, 0], &acc(true, 9, 1, 1), &[17]])
             .chunk(10, &[&[5, 11], &[17]]);
         let expected = vec![
             Entry::Event(Event::Fork {
@@ -892,7 +1009,9 @@ mod tests {
             decode(&s.0, 4096).unwrap_err(),
             RawError {
                 offset: 11,
-                message: "expected a record tag 1..=19, found 99".into()
+                message:
+                    "expected an access tag (0x80 and up) or an event tag 1 or 4..=19, found 99"
+                        .into()
             }
         );
         let mut cut = Stream(Vec::new());
@@ -903,10 +1022,39 @@ mod tests {
             "expected the rest of a chunk, found the end of the stream"
         );
         let mut access_first = Stream(Vec::new());
-        access_first.chunk(1, &[&[4, 0, 0], &[2, 0, 1, 1]]);
+        access_first.chunk(1, &[&[4, 0, 0], &acc(false, 0, 1, 1)]);
         assert!(decode(&access_first.0, 4096)
             .unwrap_err()
             .message
             .contains("expected a THREAD record"));
+        // the thread is the THREAD record's: an access naming one is not the tool's
+        let mut with_thread = Stream(Vec::new());
+        let mut record = acc(false, 0, 1, 0);
+        record[0] |= u64::from(ACCESS_THREAD);
+        with_thread.chunk(1, &[&[4, 0, 0], &[1, 0], &record]);
+        assert_eq!(
+            decode(&with_thread.0, 4096).unwrap_err(),
+            RawError {
+                offset: 13,
+                message: "expected an access tag without the thread and reserved bits, found 0xb4"
+                    .into()
+            }
+        );
+        let mut no_access = Stream(Vec::new());
+        no_access.chunk(
+            1,
+            &[
+                &[4, 0, 0],
+                &[1, 0],
+                &[u64::from(ACCESS | ACCESS_COUNT | DELTA_ZERO), 0],
+            ],
+        );
+        assert_eq!(
+            decode(&no_access.0, 4096).unwrap_err(),
+            RawError {
+                offset: 15,
+                message: "expected a count of at least 1, found 0".into()
+            }
+        );
     }
 }

@@ -9,7 +9,7 @@
 
 use std::fmt;
 
-mod format;
+pub mod format;
 pub mod import;
 mod read;
 #[cfg(test)]

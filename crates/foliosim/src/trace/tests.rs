@@ -540,6 +540,80 @@ proptest! {
     }
 }
 
+/// An access record as the recorder's tool encodes it: the writer's encoding without the
+/// thread field, the page a delta from `last_page`, its thread's previous page.
+fn encoded_without_thread(access: &Access, last_page: u64) -> Vec<u8> {
+    use super::format::*;
+    let delta = access.page.wrapping_sub(last_page) as i64;
+    let mut tag = ACCESS | if access.write { ACCESS_WRITE } else { 0 };
+    tag |= match delta {
+        0 => DELTA_ZERO,
+        1 => DELTA_PLUS_ONE,
+        -1 => DELTA_MINUS_ONE,
+        _ => DELTA_VARINT,
+    };
+    let mut fields = Vec::new();
+    if tag & ACCESS_DELTA_MASK == DELTA_VARINT {
+        put_varint(&mut fields, zigzag(delta));
+    }
+    if access.count != 1 {
+        tag |= ACCESS_COUNT;
+        put_varint(&mut fields, access.count.into());
+    }
+    if access.instructions != 0 {
+        tag |= ACCESS_INSTRUCTIONS;
+        put_varint(&mut fields, access.instructions);
+    }
+    [vec![tag], fields].concat()
+}
+
+proptest! {
+    /// Runs of accesses handed over as the tool encoded them make the trace `push` makes of
+    /// them one by one, byte for byte, events between them included.
+    #[test]
+    fn accesses_encoded_by_the_tool_make_the_same_trace(
+        entries in prop::collection::vec(any_entry(), 0..200),
+        run_lengths in prop::collection::vec(1..5usize, 200),
+    ) {
+        let entries: Vec<Entry> = entries
+            .into_iter()
+            .map(|e| match e {
+                Entry::Access(a) => Entry::Access(Access { thread: a.thread % 3, ..a }),
+                e => e,
+            })
+            .collect();
+        let mut writer = TraceWriter::new(Vec::new(), &header()).unwrap();
+        let mut last_pages = [0u64; 3];
+        let mut i = 0;
+        let mut runs = run_lengths.iter().cycle();
+        while i < entries.len() {
+            let Entry::Access(first) = entries[i] else {
+                writer.push(&entries[i]).unwrap();
+                i += 1;
+                continue;
+            };
+            // a run: the next accesses of the same thread, at most as many as the run length
+            let mut encoded = Vec::new();
+            let mut end = i;
+            let wanted = *runs.next().unwrap();
+            while let Some(Entry::Access(a)) = entries.get(end) {
+                if a.thread != first.thread || end - i == wanted {
+                    break;
+                }
+                let last = &mut last_pages[a.thread as usize];
+                encoded.extend(encoded_without_thread(a, *last));
+                *last = a.page;
+                end += 1;
+            }
+            writer
+                .push_encoded_accesses(first.thread, last_pages[first.thread as usize], &encoded)
+                .unwrap();
+            i = end;
+        }
+        prop_assert_eq!(writer.finish().unwrap(), encode(&header(), &entries));
+    }
+}
+
 /// The trace rewritten as an older version's: before version 3 the header ends at the page size.
 fn as_version(bytes: &[u8], version: u32) -> Vec<u8> {
     let header_len = u32::from_le_bytes(bytes[12..16].try_into().unwrap()) as usize;

@@ -5,7 +5,7 @@
 use std::io::{self, Write};
 
 use super::format::*;
-use super::{Access, Entry, Event, Header, FORMAT_VERSION};
+use super::{Access, Entry, Event, Header, ThreadId, FORMAT_VERSION};
 
 /// Encoded records are handed to zstd once this many bytes are buffered.
 const BLOCK_BYTES: usize = 64 * 1024;
@@ -63,6 +63,39 @@ impl<W: Write> TraceWriter<W> {
             Entry::Access(access) => self.push_access(access)?,
             Entry::Event(event) => self.push_event(event)?,
         }
+        self.hand_over_full_block()
+    }
+
+    /// Appends accesses of one thread that are already encoded as this writer would encode
+    /// them, but for the thread field: `encoded` holds whole access records without it (the T
+    /// bit clear), the first one's page a delta from `thread`'s previous access, as the
+    /// recorder's Valgrind tool writes them; `last_page` is the page of the last one. They are
+    /// copied as they are, the thread added to the first where the thread changes.
+    pub fn push_encoded_accesses(
+        &mut self,
+        thread: ThreadId,
+        last_page: u64,
+        encoded: &[u8],
+    ) -> io::Result<()> {
+        let Some((&first_tag, rest)) = encoded.split_first() else {
+            return Ok(());
+        };
+        debug_assert!(first_tag & ACCESS != 0 && first_tag & ACCESS_THREAD == 0);
+        if thread == self.pages.thread {
+            self.block.extend_from_slice(encoded);
+        } else {
+            self.pages.switch_to(thread);
+            self.block.push(first_tag | ACCESS_THREAD);
+            put_varint(&mut self.block, thread.into());
+            self.block.extend_from_slice(rest);
+        }
+        self.pages.last_page = last_page;
+        self.hand_over_full_block()
+    }
+
+    /// Hands the encoded records to the compressor once a block's worth is buffered.
+    #[inline]
+    fn hand_over_full_block(&mut self) -> io::Result<()> {
         if self.block.len() >= BLOCK_BYTES {
             self.encoder.write_all(&self.block)?;
             self.block.clear();
