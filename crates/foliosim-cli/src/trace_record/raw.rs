@@ -475,8 +475,14 @@ impl RawDecoder {
                 _ => unzigzag(fields.varint()?),
             };
             let count = if tag & ACCESS_COUNT != 0 {
+                let at = fields.offset();
                 match fields.u32()? {
-                    0 => return Err(fields.error("expected a count of at least 1, found 0")),
+                    0 => {
+                        return Err(RawError {
+                            offset: at,
+                            message: "expected a count of at least 1, found 0".into(),
+                        })
+                    }
                     count => count,
                 }
             } else {
@@ -1052,7 +1058,7 @@ mod tests {
         assert_eq!(
             decode(&no_access.0, 4096).unwrap_err(),
             RawError {
-                offset: 15,
+                offset: 14,
                 message: "expected a count of at least 1, found 0".into()
             }
         );
