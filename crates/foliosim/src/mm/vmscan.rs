@@ -551,8 +551,10 @@ impl Kernel {
         let (mut deactivated, mut rotated) = (0, 0);
         for &folio in &list {
             // The references are looked at (and the young bits cleared) but anonymous folios are
-            // deactivated whatever they say; so are file folios, which keep PG_referenced,
-            // except those referenced from an executable mapping: one more trip on the list.
+            // deactivated whatever they say; so are file folios, except those referenced from an
+            // executable mapping: one more trip on the list. Both keep PG_referenced, which
+            // folio_check_references set when it activated them: a deactivated folio used again
+            // is activated at its next check instead of being kept once more.
             let (referenced, vm_flags) = self.folio_referenced(folio);
             if file && referenced > 0 && vm_flags & VM_EXEC != 0 {
                 rotated += self.mem.nr_pages(folio) as u64;
@@ -561,9 +563,6 @@ impl Kernel {
             }
             self.mem.clear(folio, pg::ACTIVE);
             self.mem.set(folio, pg::WORKINGSET);
-            if !file {
-                self.mem.clear(folio, pg::REFERENCED);
-            }
             deactivated += self.mem.nr_pages(folio) as u64;
             self.list_add(lv, lru_of(file, false), folio, false);
         }
@@ -1315,6 +1314,35 @@ ops = [{ op = "sleep", time = "1ms" }]
         }
         k.memcg_stats_flush();
         (k, lv)
+    }
+
+    #[test]
+    fn a_deactivated_anon_folio_used_again_is_activated_at_its_next_check() {
+        // folio_check_references leaves PG_referenced on the folios it activates and
+        // shrink_active_list leaves it on those it deactivates, so that a deactivated folio
+        // used again is activated at its next check, not kept for one more trip.
+        let thp_never = r#""/sys/kernel/mm/transparent_hugepage/enabled" = "never""#;
+        let (mut k, mm) = crate::mm::boot_zram_for_test("v6.18", None, thp_never);
+        let vpn = k.mmap_anon(mm, 1);
+        let data = crate::mm::folio::content::DATA_DEFAULT;
+        k.touch(mm, vpn, true, data).unwrap();
+        let lv = k.lruvec_index(0, 0);
+        let vi = k.mms[mm as usize].find_vma(vpn).unwrap();
+        let pte =
+            k.mms[mm as usize].vmas[vi].ptes[(vpn - k.mms[mm as usize].vmas[vi].start) as usize];
+        let folio = crate::mm::pagetable::pfn(pte);
+        // used at two checks in a row: kept, then activated
+        assert_eq!(k.folio_check_references(folio), FolioRef::Keep);
+        k.touch(mm, vpn, false, data).unwrap();
+        assert_eq!(k.folio_check_references(folio), FolioRef::Activate);
+        k.lruvec_del_folio(folio);
+        k.mem.set(folio, pg::ACTIVE);
+        k.folio_add_lru(folio);
+        let mut sc = ScanControl::new(SWAP_CLUSTER_MAX, false);
+        k.shrink_active_list(lv, false, 1, &mut sc);
+        assert!(!k.mem.test(folio, pg::ACTIVE));
+        k.touch(mm, vpn, false, data).unwrap();
+        assert_eq!(k.folio_check_references(folio), FolioRef::Activate);
     }
 
     #[test]
