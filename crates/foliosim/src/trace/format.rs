@@ -4,7 +4,7 @@
 
 use std::collections::HashMap;
 
-use super::ThreadId;
+use super::{Access, ThreadId};
 
 /// The first bytes of every trace. The high byte first catches a file taken for text (as PNG's
 /// does); the newline catches a line-ending conversion.
@@ -101,6 +101,46 @@ pub fn zigzag(delta: i64) -> u64 {
 #[inline]
 pub fn unzigzag(value: u64) -> i64 {
     ((value >> 1) as i64) ^ -((value & 1) as i64)
+}
+
+/// Appends one access record: its page a delta from `last_page` (its thread's previous page),
+/// the thread field only with `with_thread` (the T bit; the thread changed). The writer and the
+/// recorder's Valgrind tool, which leaves the thread out, encode alike.
+#[inline]
+pub fn put_access(out: &mut Vec<u8>, access: &Access, last_page: u64, with_thread: bool) {
+    let mut tag = ACCESS;
+    if access.write {
+        tag |= ACCESS_WRITE;
+    }
+    if access.count != 1 {
+        tag |= ACCESS_COUNT;
+    }
+    if access.instructions != 0 {
+        tag |= ACCESS_INSTRUCTIONS;
+    }
+    if with_thread {
+        tag |= ACCESS_THREAD;
+    }
+    let delta = access.page.wrapping_sub(last_page) as i64;
+    tag |= match delta {
+        0 => DELTA_ZERO,
+        1 => DELTA_PLUS_ONE,
+        -1 => DELTA_MINUS_ONE,
+        _ => DELTA_VARINT,
+    };
+    out.push(tag);
+    if with_thread {
+        put_varint(out, access.thread.into());
+    }
+    if tag & ACCESS_DELTA_MASK == DELTA_VARINT {
+        put_varint(out, zigzag(delta));
+    }
+    if tag & ACCESS_COUNT != 0 {
+        put_varint(out, access.count.into());
+    }
+    if tag & ACCESS_INSTRUCTIONS != 0 {
+        put_varint(out, access.instructions);
+    }
 }
 
 /// The last page each thread touched, which its next access's page is a delta from (0 before

@@ -540,33 +540,6 @@ proptest! {
     }
 }
 
-/// An access record as the recorder's tool encodes it: the writer's encoding without the
-/// thread field, the page a delta from `last_page`, its thread's previous page.
-fn encoded_without_thread(access: &Access, last_page: u64) -> Vec<u8> {
-    use super::format::*;
-    let delta = access.page.wrapping_sub(last_page) as i64;
-    let mut tag = ACCESS | if access.write { ACCESS_WRITE } else { 0 };
-    tag |= match delta {
-        0 => DELTA_ZERO,
-        1 => DELTA_PLUS_ONE,
-        -1 => DELTA_MINUS_ONE,
-        _ => DELTA_VARINT,
-    };
-    let mut fields = Vec::new();
-    if tag & ACCESS_DELTA_MASK == DELTA_VARINT {
-        put_varint(&mut fields, zigzag(delta));
-    }
-    if access.count != 1 {
-        tag |= ACCESS_COUNT;
-        put_varint(&mut fields, access.count.into());
-    }
-    if access.instructions != 0 {
-        tag |= ACCESS_INSTRUCTIONS;
-        put_varint(&mut fields, access.instructions);
-    }
-    [vec![tag], fields].concat()
-}
-
 proptest! {
     /// Runs of accesses handed over as the tool encoded them make the trace `push` makes of
     /// them one by one, byte for byte, events between them included.
@@ -600,8 +573,9 @@ proptest! {
                 if a.thread != first.thread || end - i == wanted {
                     break;
                 }
+                // as the tool encodes them: without the thread field
                 let last = &mut last_pages[a.thread as usize];
-                encoded.extend(encoded_without_thread(a, *last));
+                super::format::put_access(&mut encoded, a, *last, false);
                 *last = a.page;
                 end += 1;
             }

@@ -120,42 +120,10 @@ impl<W: Write> TraceWriter<W> {
                 "trace access: a count of 0 (a record collapses at least one access)",
             ));
         }
-        let mut tag = ACCESS;
-        if access.write {
-            tag |= ACCESS_WRITE;
-        }
-        if access.count != 1 {
-            tag |= ACCESS_COUNT;
-        }
-        if access.instructions != 0 {
-            tag |= ACCESS_INSTRUCTIONS;
-        }
-        if access.thread != self.pages.thread {
-            tag |= ACCESS_THREAD;
-            self.pages.switch_to(access.thread);
-        }
-        let delta = access.page.wrapping_sub(self.pages.last_page) as i64;
-        tag |= match delta {
-            0 => DELTA_ZERO,
-            1 => DELTA_PLUS_ONE,
-            -1 => DELTA_MINUS_ONE,
-            _ => DELTA_VARINT,
-        };
+        let with_thread = access.thread != self.pages.thread;
+        self.pages.switch_to(access.thread);
+        put_access(&mut self.block, access, self.pages.last_page, with_thread);
         self.pages.last_page = access.page;
-        let out = &mut self.block;
-        out.push(tag);
-        if tag & ACCESS_THREAD != 0 {
-            put_varint(out, access.thread.into());
-        }
-        if tag & ACCESS_DELTA_MASK == DELTA_VARINT {
-            put_varint(out, zigzag(delta));
-        }
-        if tag & ACCESS_COUNT != 0 {
-            put_varint(out, access.count.into());
-        }
-        if tag & ACCESS_INSTRUCTIONS != 0 {
-            put_varint(out, access.instructions);
-        }
         Ok(())
     }
 
