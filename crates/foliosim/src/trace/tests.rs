@@ -542,11 +542,12 @@ proptest! {
 
 proptest! {
     /// Runs of accesses handed over as the tool encoded them make the trace `push` makes of
-    /// them one by one, byte for byte, events between them included.
+    /// them one by one, byte for byte, events and accesses pushed one by one (a run length of
+    /// 0, which needs the pages the runs left) between them included.
     #[test]
     fn accesses_encoded_by_the_tool_make_the_same_trace(
         entries in prop::collection::vec(any_entry(), 0..200),
-        run_lengths in prop::collection::vec(1..5usize, 200),
+        run_lengths in prop::collection::vec(0..5usize, 200),
     ) {
         let entries: Vec<Entry> = entries
             .into_iter()
@@ -560,15 +561,21 @@ proptest! {
         let mut i = 0;
         let mut runs = run_lengths.iter().cycle();
         while i < entries.len() {
+            let wanted = *runs.next().unwrap();
             let Entry::Access(first) = entries[i] else {
                 writer.push(&entries[i]).unwrap();
                 i += 1;
                 continue;
             };
+            if wanted == 0 {
+                writer.push(&entries[i]).unwrap();
+                last_pages[first.thread as usize] = first.page;
+                i += 1;
+                continue;
+            }
             // a run: the next accesses of the same thread, at most as many as the run length
             let mut encoded = Vec::new();
             let mut end = i;
-            let wanted = *runs.next().unwrap();
             while let Some(Entry::Access(a)) = entries.get(end) {
                 if a.thread != first.thread || end - i == wanted {
                     break;
