@@ -7,7 +7,7 @@ figure against the median of the live runs (with their spread), for docs/fidelit
 
     /usr/bin/python3 scenarios/real/fidelity.py [--foliosim PATH] [--runs 3] [--out DIR]
                                                 [--live-only] [--tables-only] [--sim DIR]
-                                                [SCENARIO.toml ...]
+                                                [--paired] [SCENARIO.toml ...]
 
 Needs root (live runs), the inputs (make-inputs.py) and the traces (record.py). Before each live
 run the page cache of the corpus's own files (target/real: inputs, outputs) is dropped with
@@ -24,6 +24,10 @@ DIR/<scenario>-<variant>.json, or one per seed, DIR/<scenario>-<variant>-s<seed>
 median the tables show beside their spread. The seed draws what the live kernel leaves to chance
 and a run cannot observe, chiefly the phase of the memcg statistics flusher (every 2 s) against
 the run, which decides what reclaim and refault detection read of a small cgroup's lists.
+With --paired the simulated side is instead one run per live run, with that run's flusher phase
+(kernel-run's `memcg_stats_flush_first_us`, from the memcg_flush_stats tracepoint): `foliosim
+validate --sim-only --set memcg_stats_flush_first_us=...`, written to DIR/<scenario>-<variant>-
+<i>-sim.json (kept, and reused by --tables-only --paired).
 """
 
 import argparse
@@ -97,6 +101,33 @@ def fmt(v):
     return f"{v:.1f}" if abs(v) >= 10 else f"{v:.2f}"
 
 
+def paired_sims(foliosim, path, variant, stems):
+    """The simulated run of each live run (its JSON at stem.json) with that run's phase of the
+    memcg statistics flusher; a stem whose live run has none recorded is skipped."""
+    sims = []
+    for stem in stems:
+        with open(stem + ".json") as f:
+            live = f.read()
+        runs = json.loads(live)["runs"]
+        first_us = runs[-1].get("live", {}).get("memcg_stats_flush_first_us")
+        if first_us is None:
+            continue
+        out = stem + "-sim.json"
+        if not os.path.exists(out):
+            command = [foliosim, "validate", "--sim-only", path, "--json", out]
+            command += ["--set", f"memcg_stats_flush_first_us={first_us}"]
+            if variant:
+                command += ["--variant", variant]
+            done = subprocess.run(command, stdout=subprocess.DEVNULL)
+            if done.returncode != 0:
+                sys.exit(f"{' '.join(command)}: exit {done.returncode}")
+        with open(out) as f:
+            sim = json.load(f)["runs"][0]
+        sim["flush_first_ms"] = round(first_us / 1000)
+        sims.append(sim)
+    return sims
+
+
 def table(name, variant, documents, sims=None):
     """Markdown: label | simulated | live median | live min-max | sim/live. The first document is
     validate's (simulated, live), the others kernel-run's (live); `sims` (simulated runs, one per
@@ -110,12 +141,15 @@ def table(name, variant, documents, sims=None):
     # a figure one run lacks (an mTHP stat that stayed 0) counts as 0 there
     sim_by_label = [{label: s for label, s, _ in rows(sim, lives[0])} for sim in sims]
     oom = [live["memcg"].get("bench", {}).get("oom_kill", 0) for live in lives]
-    seeds = [sim.get("seed") for sim in sims]
+    if all("flush_first_ms" in sim for sim in sims):
+        drawn = f"the live runs' first flushes at {[sim['flush_first_ms'] for sim in sims]} ms"
+    else:
+        drawn = f"seeds {[sim.get('seed') for sim in sims]}"
     lines = [
         f"### {name}, {variant}",
         "",
         f"{len(lives)} live runs (memcg OOM kills in them: {oom}); "
-        f"{len(sims)} simulated (seeds {seeds}; OOM kills: "
+        f"{len(sims)} simulated ({drawn}; OOM kills: "
         f"{[sim['vmstat'].get('oom_kill', 0) for sim in sims]}).",
         "",
         "| figure | simulated | simulated min–max | live median | live min–max | sim/live |",
@@ -156,6 +190,11 @@ def main():
         help="with --tables-only or --live-only: the simulated runs from DIR/<scenario>-<variant>.json "
         "(`foliosim run --variant V --json`), e.g. after an engine change",
     )
+    parser.add_argument(
+        "--paired",
+        action="store_true",
+        help="simulate each live run with its own memcg statistics flusher phase",
+    )
     parser.add_argument("scenarios", nargs="*")
     args = parser.parse_args()
     scenarios = args.scenarios or sorted(glob.glob(os.path.join(HERE, "*.toml")))
@@ -165,6 +204,7 @@ def main():
         name = os.path.splitext(os.path.basename(path))[0]
         for variant in variants_of(path):
             documents = []
+            stems = []
             for i in range(1, args.runs + 1):
                 stem = os.path.join(args.out, f"{name}-{variant}-{i}")
                 if not args.tables_only:
@@ -179,10 +219,13 @@ def main():
                         sys.exit(f"{' '.join(command)}: exit {done.returncode} (see {stem}.txt)")
                     print(f"{name} {variant} run {i}: {stem}.json", flush=True)
                 if os.path.exists(stem + ".json"):
+                    stems.append(stem)
                     with open(stem + ".json") as f:
                         documents.append(json.load(f))
             sims = None
-            if args.sim:
+            if args.paired:
+                sims = paired_sims(args.foliosim, path, variant, stems) or None
+            elif args.sim:
                 # one run, or one per seed (<scenario>-<variant>-s<seed>.json)
                 paths = sorted(glob.glob(os.path.join(args.sim, f"{name}-{variant}-s*.json")))
                 paths = paths or [os.path.join(args.sim, f"{name}-{variant}.json")]

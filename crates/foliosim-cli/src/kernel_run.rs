@@ -163,6 +163,39 @@ pub fn notes(scenario: &Scenario, host: &live::Host, runs: &[LiveRun]) -> String
             }
         }
     }
+    for run in runs {
+        let label = table::run_label(&run.result);
+        if let Some(why) = run.info["memcg_stats_flushes_not_recorded"].as_str() {
+            text.push_str(&format!(
+                "live: {label}: when the memcg statistics flusher ran was not recorded: {why}\n"
+            ));
+        }
+        let Some(first_us) = run.info["memcg_stats_flush_first_us"].as_u64() else {
+            continue;
+        };
+        let elapsed_us = run.result.sim_time_ns / 1000;
+        let during: Vec<String> = run.info["memcg_stats_flushes_us"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(serde_json::Value::as_i64)
+            .filter(|t| (0..=elapsed_us as i64).contains(t))
+            .map(|t| format!("{} ms", t / 1000))
+            .collect();
+        let when = if during.is_empty() {
+            format!(
+                "not during the run (the next at about {} ms)",
+                first_us / 1000
+            )
+        } else {
+            format!("at {} of the run", during.join(", "))
+        };
+        text.push_str(&format!(
+            "live: {label}: the memcg statistics flusher ran {when}; reclaim and refault \
+             detection read the statistics as last flushed, and `--set \
+             memcg_stats_flush_first_us={first_us}` simulates this phase\n"
+        ));
+    }
     let mut swap_lines: Vec<String> = Vec::new();
     for run in runs {
         for swap in run.info["swap"].as_array().into_iter().flatten() {

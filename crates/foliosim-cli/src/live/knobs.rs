@@ -4,9 +4,7 @@
 //! parameters included (so zswap is off unless the run turns it on). A knob already at its value
 //! is not written; a missing file is refused unless the run wants the kernel default there.
 
-use foliosim::scenario::knobs::{
-    knob_paths, HOST_MEMCGS, HOST_MEMCGS_ONLINE, MEMORY_CGROUP_V1, ZSWAP_ENABLED_SINCE_BOOT,
-};
+use foliosim::scenario::knobs::{knob_paths, NOT_FILES};
 use foliosim::scenario::Knobs;
 
 use super::sys::same_knob_value;
@@ -27,13 +25,7 @@ pub struct Change {
 pub fn wanted(knobs: &Knobs) -> Vec<(String, String)> {
     knob_paths()
         .into_iter()
-        .filter(|p| {
-            p != THP_SWAP_OPTION
-                && p != MEMORY_CGROUP_V1
-                && p != HOST_MEMCGS
-                && p != HOST_MEMCGS_ONLINE
-                && p != ZSWAP_ENABLED_SINCE_BOOT
-        })
+        .filter(|p| p != THP_SWAP_OPTION && !NOT_FILES.contains(&p.as_str()))
         .filter(|p| p != "/proc/sys/vm/min_free_kbytes" || knobs.min_free_kbytes.is_some())
         .filter_map(|p| knobs.get(&p).map(|v| (p, v)))
         .collect()
@@ -97,6 +89,9 @@ mod tests {
             !w.contains_key(THP_SWAP_OPTION),
             "a build option is not written"
         );
+        for property in NOT_FILES {
+            assert!(!w.contains_key(property), "{property} is not a file");
+        }
         assert!(!w.contains_key("/proc/sys/vm/min_free_kbytes"));
         knobs.set("/proc/sys/vm/min_free_kbytes", "65536").unwrap();
         let w: BTreeMap<String, String> = wanted(&knobs).into_iter().collect();

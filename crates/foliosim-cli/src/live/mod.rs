@@ -14,7 +14,7 @@
 //!
 //! One run, in order: `preflight` (checks before any change, once for all runs), `setup` (on a VM,
 //! free page reporting held off and the run's memory touched once, see `page_reporting`; knobs,
-//! swap, cgroups), `warm` (the page cache a trace task's `warm_files` starts with), `play` (the
+//! swap, cgroups; `stats_flush` records when the memcg statistics flusher runs), `warm` (the page cache a trace task's `warm_files` starts with), `play` (the
 //! programs), `figures` (what is read back); `session` undoes.
 
 pub mod bench;
@@ -27,6 +27,7 @@ mod preflight;
 pub mod session;
 mod setup;
 pub mod signal;
+mod stats_flush;
 pub mod sys;
 pub mod tmpfs;
 mod warm;
@@ -168,6 +169,7 @@ fn run_in(
     session: &mut Session,
 ) -> Result<LiveRun, LiveError> {
     let setup = set_up(host, spec, serial, session)?;
+    let flush_recorder = stats_flush::start(session, serial);
     check_signal()?;
     let warmed = warm::warm_page_cache(spec)?;
     check_signal()?;
@@ -250,6 +252,18 @@ fn run_in(
         "knobs_written": knobs_written,
         "elapsed_ns": played.elapsed_ns,
     });
+    match &flush_recorder {
+        Ok(recorder) => {
+            let flushes = recorder
+                .flushes_us(played.start_mono_ns)
+                .map_err(LiveError::Failed)?;
+            if let Some(first) = stats_flush::first_flush_us(&flushes) {
+                info["memcg_stats_flush_first_us"] = json!(first);
+            }
+            info["memcg_stats_flushes_us"] = json!(flushes);
+        }
+        Err(why) => info["memcg_stats_flushes_not_recorded"] = json!(why),
+    }
     if let Some(hold) = &setup.page_reporting {
         let reported = reported_kib_before
             .zip(reported_kib_after)

@@ -39,6 +39,8 @@ pub(super) struct Played {
     pub(super) records: Vec<(u64, usize, Record)>,
     pub(super) series: Series,
     pub(super) elapsed_ns: u64,
+    /// Time zero on CLOCK_MONOTONIC, in ns (what tracefs's mono clock stamps events with).
+    pub(super) start_mono_ns: u64,
 }
 
 /// Starts every program in its cgroup, reads their records (releasing barriers), samples the
@@ -77,6 +79,7 @@ pub(super) fn play(
         .iter()
         .all(|l| l.barriers.first().map(String::as_str) == Some(bench::START_BARRIER));
     let spawned_at = Instant::now();
+    let spawned_mono_ns = super::stats_flush::monotonic_now_ns();
     let mut start = (!synced).then_some(spawned_at);
     let (tx, rx) = mpsc::channel::<Line>();
     let mut running: Vec<Running> = Vec::new();
@@ -209,11 +212,14 @@ pub(super) fn play(
         .filter_map(|r| r.exit.map(|(_, t)| t))
         .max()
         .unwrap_or(0);
+    let start_mono_ns =
+        spawned_mono_ns + start.map_or(0, |s| s.duration_since(spawned_at).as_nanos() as u64);
     Ok(Played {
         running,
         records,
         series,
         elapsed_ns,
+        start_mono_ns,
     })
 }
 

@@ -1,6 +1,6 @@
 //! Everything a live run changes, recorded before it is changed, and undone in reverse order:
 //! knob writes, zram devices, file systems on them, swap areas, cgroups, the run's scratch
-//! directory, tmpfs mounts and the files on them. `cleanup` is the
+//! directory, tmpfs mounts and the files on them, tracefs instances. `cleanup` is the
 //! explicit path (it reports what it could not undo); dropping a session that was not cleaned up
 //! (an early return, a panic) cleans up too.
 
@@ -23,6 +23,8 @@ enum Undo {
     Dir(PathBuf),
     /// A file the run created (on one of its tmpfs mounts).
     File(PathBuf),
+    /// A tracefs instance (rmdir removes it with its buffers).
+    TraceInstance(PathBuf),
 }
 
 #[derive(Default)]
@@ -103,6 +105,13 @@ impl Session {
         Ok(())
     }
 
+    /// A tracefs instance: a directory of tracefs's `instances`.
+    pub fn add_trace_instance(&mut self, dir: &Path) -> Result<(), String> {
+        std::fs::create_dir(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+        self.undo.push(Undo::TraceInstance(dir.to_path_buf()));
+        Ok(())
+    }
+
     /// A tmpfs mounted on a new directory, with its files created as holes.
     pub fn add_tmpfs(&mut self, mount: &super::tmpfs::Mount) -> Result<(), String> {
         std::fs::create_dir(&mount.dir)
@@ -143,6 +152,8 @@ impl Session {
                     }
                     _ => Ok(()),
                 },
+                Undo::TraceInstance(dir) => std::fs::remove_dir(dir)
+                    .map_err(|e| format!("cannot remove {}: {e}", dir.display())),
                 Undo::File(path) => match std::fs::remove_file(path) {
                     Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
                         Err(format!("cannot remove {}: {e}", path.display()))

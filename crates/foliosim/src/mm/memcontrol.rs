@@ -24,7 +24,9 @@
 //! as of the last flush, hierarchical; flush_memcg_stats_dwork flushes every FLUSH_TIME (2 s) and
 //! the ratelimited flush in reclaim and workingset_refault only when it is a whole period late,
 //! so those decisions see numbers up to 2 s old. The flusher's phase against the workload is
-//! drawn from the seed (live it depends on when the cgroup was made). Left out: flushes by
+//! drawn from the seed, or given by `memcg_stats_flush_first_us` (live it is the phase of a
+//! 2 s timer against the program's start, which `kernel-run` reports from the memcg_flush_stats
+//! tracepoint). Left out: flushes by
 //! readers of memory.stat and the flush-on-threshold of other callers; the flush is taken at the
 //! first read after it is due rather than at its exact time.
 
@@ -46,10 +48,14 @@ pub struct PendingReclaim {
     start_ns: u64,
 }
 
-/// When the statistics flusher first runs after boot: a phase in [0, FLUSH_TIME) drawn from the
-/// run's seed by a generator of its own (the run's random stream is not disturbed).
-pub fn first_stats_flush_ns(seed: u64) -> u64 {
-    crate::sim::rng::Rng::new(seed ^ 0x6d65_6d63_675f_7374).below(FLUSH_TIME_NS)
+/// When the statistics flusher first runs after the run starts: the `memcg_stats_flush_first_us`
+/// knob (a live run's observed phase), else a phase in [0, FLUSH_TIME) drawn from the run's seed
+/// by a generator of its own (the run's random stream is not disturbed).
+pub fn first_stats_flush_ns(spec: &RunSpec) -> u64 {
+    match spec.knobs.memcg_stats_flush_first_us {
+        Some(us) => us * 1000,
+        None => crate::sim::rng::Rng::new(spec.seed ^ 0x6d65_6d63_675f_7374).below(FLUSH_TIME_NS),
+    }
 }
 
 /// A lruvec's statistics as of the last flush (lruvec_page_state), hierarchical.
@@ -567,5 +573,30 @@ ops = [{{ op = "sleep", time = "1ms" }}]
             assert_eq!(k.memcgs[1].usage_pages, a_usage, "{profile}");
             assert_eq!(k.memcgs[2].usage_pages, MEMCG_CHARGE_BATCH, "{profile}");
         }
+    }
+
+    #[test]
+    fn the_flusher_first_runs_when_the_run_says_then_every_flush_time() {
+        let toml = |knob: &str| {
+            format!(
+                "name = \"t\"\n[[machine.node]]\nmemory = \"64M\"\ncpus = 1\n[knobs]\n{knob}\n\
+                 [[task]]\nname = \"t\"\nops = [{{ op = \"sleep\", time = \"1ms\" }}]\n"
+            )
+        };
+        let (mut k, _) = crate::mm::boot_for_test(
+            &toml("\"memcg_stats_flush_first_us\" = \"250000\""),
+            "v6.18",
+        );
+        assert_eq!(k.memcg_stats_next_flush_ns, 250_000_000);
+        k.clock_ns = 249_999_999;
+        k.memcg_stats_flush_due();
+        assert_eq!(k.memcg_stats_next_flush_ns, 250_000_000, "not due yet");
+        k.clock_ns = 250_000_000;
+        k.memcg_stats_flush_due();
+        assert_eq!(k.memcg_stats_next_flush_ns, 250_000_000 + FLUSH_TIME_NS);
+        // without the knob the seed draws it, below one period
+        let (k, _) = crate::mm::boot_for_test(&toml(""), "v6.18");
+        assert!(k.memcg_stats_next_flush_ns < FLUSH_TIME_NS);
+        assert_ne!(k.memcg_stats_next_flush_ns, 250_000_000);
     }
 }

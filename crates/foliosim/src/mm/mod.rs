@@ -249,7 +249,7 @@ impl Kernel {
             files: Vec::new(),
             wb: Default::default(),
             zswap,
-            memcg_stats_next_flush_ns: memcontrol::first_stats_flush_ns(spec.seed),
+            memcg_stats_next_flush_ns: memcontrol::first_stats_flush_ns(spec),
             zram_pages: Vec::new(),
             zeromap: Vec::new(),
             deferred_split_queue: std::collections::VecDeque::new(),

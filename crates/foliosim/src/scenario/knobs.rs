@@ -194,6 +194,13 @@ pub struct Knobs {
     /// host_memcgs_online (default 0): how many of those are online (the shrink worker calls
     /// shrink_memcg on them; the dying ones it only passes). `foliosim validate` sets it.
     pub host_memcgs_online: u32,
+    /// memcg_stats_flush_first_us (a property of the run, default: drawn from the seed): when
+    /// the memcg statistics flusher (flush_memcg_stats_dwork, every 2 s) first runs after the
+    /// run starts, in µs. Reclaim and refault detection read the statistics as last flushed, so
+    /// short runs under memcg pressure fall into different modes by this phase; `foliosim
+    /// kernel-run` reports the live run's (`memcg_stats_flushes_us`), so a simulation can be
+    /// given the live run's.
+    pub memcg_stats_flush_first_us: Option<u64>,
 }
 
 /// The zswap compressors the model has costs and compressed sizes for (those of the zram
@@ -227,6 +234,17 @@ pub const ZSWAP_ENABLED_SINCE_BOOT: &str = "zswap_enabled_since_boot";
 /// files: never written live).
 pub const HOST_MEMCGS: &str = "host_memcgs";
 pub const HOST_MEMCGS_ONLINE: &str = "host_memcgs_online";
+/// The knob placing the memcg statistics flusher's first run (not a file: never written live).
+pub const MEMCG_STATS_FLUSH_FIRST_US: &str = "memcg_stats_flush_first_us";
+/// The knobs that are properties of the host or the run rather than files: a live run never
+/// writes them (`validate` and `kernel-run` read or report them instead).
+pub const NOT_FILES: [&str; 5] = [
+    MEMORY_CGROUP_V1,
+    HOST_MEMCGS,
+    HOST_MEMCGS_ONLINE,
+    ZSWAP_ENABLED_SINCE_BOOT,
+    MEMCG_STATS_FLUSH_FIRST_US,
+];
 
 /// A kernel bool parameter (param_set_bool: y/Y/1 or n/N/0).
 fn parse_param_bool(value: &str) -> Option<bool> {
@@ -291,6 +309,7 @@ impl Default for Knobs {
             zswap_enabled_since_boot: false,
             host_memcgs: 0,
             host_memcgs_online: 0,
+            memcg_stats_flush_first_us: None,
         }
     }
 }
@@ -445,6 +464,10 @@ const SCALAR_KNOBS: &[KnobInfo] = &[
     KnobInfo {
         path: HOST_MEMCGS_ONLINE,
         values: "0..65535 (a property of the machine: how many of host_memcgs are online, the rest dying)",
+    },
+    KnobInfo {
+        path: MEMCG_STATS_FLUSH_FIRST_US,
+        values: "µs after the run starts when the memcg statistics flusher first runs (a property of the run; kernel-run reports a live run's as memcg_stats_flush_first_us)",
     },
     KnobInfo {
         path: MEMORY_CGROUP_V1,
@@ -811,6 +834,16 @@ impl Knobs {
                     self.host_memcgs_online = n;
                 }
             }
+            MEMCG_STATS_FLUSH_FIRST_US => {
+                self.memcg_stats_flush_first_us = Some(
+                    value
+                        .trim()
+                        .parse::<u64>()
+                        .ok()
+                        .filter(|us| *us <= u64::MAX / 1000)
+                        .ok_or_else(bad)?,
+                );
+            }
             MEMORY_CGROUP_V1 => {
                 self.memory_cgroup_v1 = match value.trim() {
                     "1" => true,
@@ -890,6 +923,10 @@ impl Knobs {
             ZSWAP_ACCEPT => self.zswap_accept_threshold_percent.to_string(),
             ZSWAP_SHRINKER => param_bool_name(self.zswap_shrinker_enabled).to_string(),
             MEMORY_CGROUP_V1 => (self.memory_cgroup_v1 as u8).to_string(),
+            MEMCG_STATS_FLUSH_FIRST_US => match self.memcg_stats_flush_first_us {
+                Some(us) => us.to_string(),
+                None => "drawn from the seed".to_string(),
+            },
             ZSWAP_ENABLED_SINCE_BOOT => (self.zswap_enabled_since_boot as u8).to_string(),
             HOST_MEMCGS => self.host_memcgs.to_string(),
             HOST_MEMCGS_ONLINE => self.host_memcgs_online.to_string(),
@@ -1059,7 +1096,8 @@ mod tests {
             // every listed path is settable to its own default
             let mut k = Knobs::default();
             if let Some(v) = Knobs::default().get(&path) {
-                if path != "/proc/sys/vm/min_free_kbytes" {
+                // defaults computed at boot or drawn from the seed are no value to set
+                if path != "/proc/sys/vm/min_free_kbytes" && path != MEMCG_STATS_FLUSH_FIRST_US {
                     k.set(&path, &v).unwrap();
                     assert_eq!(k, Knobs::default());
                 }
