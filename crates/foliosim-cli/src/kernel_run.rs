@@ -184,14 +184,14 @@ pub fn notes(scenario: &Scenario, host: &live::Host, runs: &[LiveRun]) -> String
             .collect();
         let when = if during.is_empty() {
             format!(
-                "not during the run (the next at about {} ms)",
+                "did not run during it (the next at about {} ms)",
                 first_us / 1000
             )
         } else {
-            format!("at {} of the run", during.join(", "))
+            format!("ran at {} of the run", during.join(", "))
         };
         text.push_str(&format!(
-            "live: {label}: the memcg statistics flusher ran {when}; reclaim and refault \
+            "live: {label}: the memcg statistics flusher {when}; reclaim and refault \
              detection read the statistics as last flushed, and `--set \
              memcg_stats_flush_first_us={first_us}` simulates this phase\n"
         ));

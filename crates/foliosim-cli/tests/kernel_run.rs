@@ -141,6 +141,17 @@ fn machine_state() -> Vec<(String, String)> {
             state.push(("mount".into(), mount.into()));
         }
     }
+    // the tracefs instance a run records the memcg statistics flusher in
+    for e in std::fs::read_dir("/sys/kernel/tracing/instances")
+        .into_iter()
+        .flatten()
+        .flatten()
+    {
+        let name = e.file_name().to_string_lossy().into_owned();
+        if name.starts_with("foliosim-") {
+            state.push(("tracefs instance".into(), name));
+        }
+    }
     let mut cgroups = Vec::new();
     foliosim_cgroups(Path::new("/sys/fs/cgroup"), 8, &mut cgroups);
     for cg in cgroups {
@@ -436,6 +447,20 @@ mod kernel_run {
             .as_object()
             .unwrap()
             .contains_key("/proc/sys/vm/swappiness"));
+        // the memcg statistics flusher: its periodic runs, 2 s apart, where tracefs has the
+        // tracepoint; else the reason it was not recorded
+        let live = &run["live"];
+        match live["memcg_stats_flushes_us"].as_array() {
+            Some(flushes) => {
+                let t: Vec<i64> = flushes.iter().map(|v| v.as_i64().unwrap()).collect();
+                assert!(t.windows(2).all(|w| w[1] - w[0] >= 1_900_000), "{live}");
+                assert_eq!(live["memcg_stats_flush_first_us"].is_u64(), !t.is_empty());
+            }
+            None => assert!(
+                live["memcg_stats_flushes_not_recorded"].is_string(),
+                "{live}"
+            ),
+        }
         // where the run held free page reporting off, the kernel reported nothing during it
         let held = &run["live"]["page_reporting"];
         if held["reports_nothing"] == true {

@@ -252,11 +252,9 @@ fn run_in(
         "knobs_written": knobs_written,
         "elapsed_ns": played.elapsed_ns,
     });
-    match &flush_recorder {
-        Ok(recorder) => {
-            let flushes = recorder
-                .flushes_us(played.start_mono_ns)
-                .map_err(LiveError::Failed)?;
+    // a note on the run, not a figure of it: what cannot be recorded is said, not fatal
+    match flush_recorder.and_then(|r| r.flushes_us(played.start_mono_ns)) {
+        Ok(flushes) => {
             if let Some(first) = stats_flush::first_flush_us(&flushes) {
                 info["memcg_stats_flush_first_us"] = json!(first);
             }

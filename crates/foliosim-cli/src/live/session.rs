@@ -1,6 +1,6 @@
 //! Everything a live run changes, recorded before it is changed, and undone in reverse order:
 //! knob writes, zram devices, file systems on them, swap areas, cgroups, the run's scratch
-//! directory, tmpfs mounts and the files on them, tracefs instances. `cleanup` is the
+//! directory, tmpfs mounts and the files on them, tracefs and its instances. `cleanup` is the
 //! explicit path (it reports what it could not undo); dropping a session that was not cleaned up
 //! (an early return, a panic) cleans up too.
 
@@ -25,6 +25,8 @@ enum Undo {
     File(PathBuf),
     /// A tracefs instance (rmdir removes it with its buffers).
     TraceInstance(PathBuf),
+    /// tracefs mounted on its own directory, which stays.
+    TraceFs(PathBuf),
 }
 
 #[derive(Default)]
@@ -105,6 +107,14 @@ impl Session {
         Ok(())
     }
 
+    /// tracefs mounted on `dir` (/sys/kernel/tracing), for the run only.
+    pub fn mount_tracefs(&mut self, dir: &Path) -> Result<(), String> {
+        // recorded once mounted: a mount that failed leaves nothing to undo
+        zram::run("mount", &["-t", "tracefs", "nodev", &dir.to_string_lossy()])?;
+        self.undo.push(Undo::TraceFs(dir.to_path_buf()));
+        Ok(())
+    }
+
     /// A tracefs instance: a directory of tracefs's `instances`.
     pub fn add_trace_instance(&mut self, dir: &Path) -> Result<(), String> {
         std::fs::create_dir(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
@@ -152,6 +162,7 @@ impl Session {
                     }
                     _ => Ok(()),
                 },
+                Undo::TraceFs(dir) => zram::run("umount", &[&dir.to_string_lossy()]),
                 Undo::TraceInstance(dir) => std::fs::remove_dir(dir)
                     .map_err(|e| format!("cannot remove {}: {e}", dir.display())),
                 Undo::File(path) => match std::fs::remove_file(path) {

@@ -8,8 +8,9 @@
 //! The memcg:memcg_flush_stats tracepoint (v6.10+) fires at every flush attempt; the periodic
 //! flusher's is the only forced one (force=1). A run enables it, filtered to those, in a tracefs
 //! instance of its own (the global buffer and other tracers are left alone) with the mono clock,
-//! and reports the flushes' times against the programs' start. Without tracefs mounted or the
-//! tracepoint, nothing is recorded and the result says why.
+//! and reports the flushes' times against the programs' start. tracefs is mounted for the run
+//! if it is not already. Without tracefs or the tracepoint, nothing is recorded and the result
+//! says why.
 
 use std::path::{Path, PathBuf};
 
@@ -30,12 +31,17 @@ pub fn start(session: &mut Session, serial: u32) -> Result<FlushRecorder, String
 }
 
 fn start_in(tracefs: &Path, session: &mut Session, serial: u32) -> Result<FlushRecorder, String> {
+    if !tracefs.exists() {
+        return Err(format!(
+            "this kernel has no tracefs ({} is missing)",
+            tracefs.display()
+        ));
+    }
+    if !tracefs.join("instances").exists() {
+        session.mount_tracefs(tracefs)?;
+    }
     if !tracefs.join(EVENT).exists() {
-        return Err(if tracefs.join("instances").exists() {
-            "this kernel has no memcg:memcg_flush_stats tracepoint (v6.10+)".to_string()
-        } else {
-            format!("tracefs is not mounted on {}", tracefs.display())
-        });
+        return Err("this kernel has no memcg:memcg_flush_stats tracepoint (v6.10+)".to_string());
     }
     let instance = tracefs
         .join("instances")
@@ -120,11 +126,12 @@ mod tests {
     }
 
     #[test]
-    fn without_the_tracepoint_nothing_is_made_and_the_reason_is_given() {
+    fn without_tracefs_or_the_tracepoint_nothing_is_made_and_the_reason_is_given() {
         let dir = tempfile::tempdir().unwrap();
         let mut session = Session::new();
-        let err = start_in(dir.path(), &mut session, 1).err().unwrap();
-        assert!(err.contains("tracefs is not mounted"), "{err}");
+        let missing = dir.path().join("tracing");
+        let err = start_in(&missing, &mut session, 1).err().unwrap();
+        assert!(err.contains("no tracefs"), "{err}");
         std::fs::create_dir(dir.path().join("instances")).unwrap();
         let err = start_in(dir.path(), &mut session, 1).err().unwrap();
         assert!(
