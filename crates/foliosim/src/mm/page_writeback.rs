@@ -580,26 +580,59 @@ impl Kernel {
         self.filemap_fdatawait(file);
     }
 
-    /// reclaim_throttle(VMSCAN_THROTTLE_WRITEBACK) for a reclaimer that found only dirty or
-    /// writeback file folios: it sleeps until the next write request completes, at most
-    /// HZ/10. The flusher it woke would run on another CPU meanwhile; the engine runs one
-    /// task's operation at a time, so the flusher's start-all work is done here at the
-    /// waker's time, on the flusher's account.
-    pub fn reclaim_throttle_writeback(&mut self) {
-        if self.wb.start_all {
-            let (saved_clock, saved_current) = (self.clock_ns, self.current);
-            let f = self.wb.flusher;
-            self.clock_ns = self.clock_ns.max(self.wb.idle_since_ns);
-            self.current = f;
-            let start = self.clock_ns;
-            self.wb.start_all = false;
-            let nr = self.stat.get(Vm::NrDirty);
-            self.wb_writeback(nr, WbReason::StartAll);
-            self.tasks[f as usize].sys_ns += self.clock_ns - start;
-            self.wb.idle_since_ns = self.clock_ns;
-            self.clock_ns = saved_clock;
-            self.current = saved_current;
+    /// The flusher's start-all work that wakeup_flusher_threads asked for. The flusher would
+    /// run on another CPU while the reclaimer waits; the engine runs one task's operation at a
+    /// time, so the work is done here at the waker's time, on the flusher's account.
+    fn run_flusher_start_all(&mut self) {
+        if !self.wb.start_all {
+            return;
         }
+        let (saved_clock, saved_current) = (self.clock_ns, self.current);
+        let f = self.wb.flusher;
+        self.clock_ns = self.clock_ns.max(self.wb.idle_since_ns);
+        self.current = f;
+        let start = self.clock_ns;
+        self.wb.start_all = false;
+        let nr = self.stat.get(Vm::NrDirty);
+        self.wb_writeback(nr, WbReason::StartAll);
+        self.tasks[f as usize].sys_ns += self.clock_ns - start;
+        self.wb.idle_since_ns = self.clock_ns;
+        self.clock_ns = saved_clock;
+        self.current = saved_current;
+    }
+
+    /// reclaim_throttle(VMSCAN_THROTTLE_WRITEBACK), as shrink_inactive_list calls it for a
+    /// cgroup v1 reclaimer whose folios were all dirty: it sleeps until more than
+    /// SWAP_CLUSTER_MAX pages have completed writeback since it began (__acct_reclaim_writeback,
+    /// this reclaimer counted as the only one throttled), at most HZ/10: the whole timeout when
+    /// less than that is in flight, as for the few dirty folios a small cgroup holds.
+    pub fn reclaim_throttle_writeback(&mut self) {
+        self.run_flusher_start_all();
+        let mut inflight: Vec<(u64, u64)> = self
+            .files
+            .iter()
+            .flat_map(|f| f.wb_inflight.iter())
+            .map(|&(done, folio)| (done, self.mem.nr_pages(folio) as u64))
+            .collect();
+        inflight.sort_unstable();
+        let mut written = 0;
+        let woken = inflight.into_iter().find_map(|(done, pages)| {
+            written += pages;
+            (written > super::vmscan::SWAP_CLUSTER_MAX).then_some(done)
+        });
+        let timeout = self.clock_ns + THROTTLE_WRITEBACK_NS;
+        self.wait_until(
+            super::TimeKind::IoWait,
+            woken.map_or(timeout, |w| w.min(timeout)),
+        );
+        self.complete_file_writeback();
+    }
+
+    /// The end of a reclaim that freed nothing but found dirty or writeback file folios (the
+    /// simplification of shrink_node's throttling, mm/vmscan.rs): it waits for the next write
+    /// request to complete, at most HZ/10.
+    pub fn wait_for_next_writeback(&mut self) {
+        self.run_flusher_start_all();
         let next = self
             .files
             .iter()
@@ -855,6 +888,37 @@ mod tests {
             assert_eq!(k.files[0].nrpages, if v1 { 0 } else { 32 });
             no_violations(&k);
         }
+    }
+
+    #[test]
+    fn a_throttled_v1_reclaimer_sleeps_until_more_than_a_batch_is_written_or_hz_over_10() {
+        // A cgroup v1 reclaim at priority 0 whose batch is all dirty: the flusher writes the
+        // file, and the reclaimer sleeps in reclaim_throttle.
+        let throttled_ns = |size_bytes: u64| {
+            let mut k = boot("v6.18", false);
+            k.spec.knobs.memory_cgroup_v1 = true;
+            let f = new_file(&mut k, size_bytes, 0, true);
+            write(&mut k, f, 0, size_bytes, size_bytes);
+            let lv = k.lruvec_index(0, 0);
+            let mut sc = ScanControl::new(1 << 20, false);
+            sc.cgroup_reclaim = true;
+            sc.priority = 0;
+            let start_ns = k.clock_ns;
+            k.shrink_lruvec(lv, &mut sc);
+            no_violations(&k);
+            (k.clock_ns - start_ns, k.hw.ssd_write_latency_ns)
+        };
+        // 32 pages written: never more than SWAP_CLUSTER_MAX, so only the timeout wakes it,
+        // although the write completed long before.
+        let (few_ns, latency_ns) = throttled_ns(128 << 10);
+        assert!(latency_ns < THROTTLE_WRITEBACK_NS / 10);
+        assert!(few_ns >= THROTTLE_WRITEBACK_NS, "{few_ns}");
+        // 64 pages: woken when the write taking the count past 32 completes.
+        let (many_ns, _) = throttled_ns(256 << 10);
+        assert!(
+            (latency_ns..THROTTLE_WRITEBACK_NS).contains(&many_ns),
+            "{many_ns}"
+        );
     }
 
     /// Writes 96 MiB to a 1 GiB machine whose disk does `bw` bytes/s, with a 16 MiB dirty

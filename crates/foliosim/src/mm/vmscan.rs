@@ -19,11 +19,12 @@
 //! ->writepage iomap filesystems lack): they get PG_reclaim and are activated
 //! (nr_vmscan_immediate_reclaim), as are file folios under writeback; a scan whose folios were
 //! all dirty and unqueued wakes the flusher (wakeup_flusher_threads), and a reclaimer that freed
-//! nothing among dirty folios waits for writeback (reclaim_throttle, simplified: at the end of
-//! a failed direct or memcg reclaim, not per node). A cgroup v1 reclaimer has no dirty
-//! throttling to rely on (writeback_throttling_sane, v5.16+): it also waits right after waking
-//! the flusher, and one meeting a folio it marked that is still under writeback waits for that
-//! folio and frees it (case 3 of shrink_folio_list; page-cache folios only, as the model's swap
+//! nothing among dirty folios waits for the next writeback (a simplified reclaim_throttle: at
+//! the end of a failed direct or memcg reclaim, not per node). A cgroup v1 reclaimer has no
+//! dirty throttling to rely on (writeback_throttling_sane, v5.16+): right after waking the
+//! flusher it sleeps in reclaim_throttle until more than SWAP_CLUSTER_MAX pages have been
+//! written since, at most HZ/10 (mm/page_writeback.rs); and one meeting a folio it marked that
+//! is still under writeback waits for that folio and frees it (case 3 of shrink_folio_list; page-cache folios only, as the model's swap
 //! writeback to a slow device is never waited on).
 //! Evictions leave shadow entries, and refault activations since a target's last reclaim force
 //! deactivation (prepare_scan_control; mm/workingset.rs). inactive_is_low, those activations and
@@ -982,7 +983,7 @@ impl Kernel {
     /// writeback (reclaim_throttle, mm/page_writeback.rs) rather than failing at once.
     fn throttle_on_dirty(&mut self, sc: &ScanControl) {
         if sc.nr_reclaimed == 0 && sc.nr_dirty > 0 {
-            self.reclaim_throttle_writeback();
+            self.wait_for_next_writeback();
         }
     }
 
