@@ -827,23 +827,26 @@ mod tests {
         no_violations(&k);
     }
 
+    /// One cgroup reclaim at priority 0 over `size_bytes` of dirty page cache, with the memory
+    /// controller on v1 or v2; the kernel after it, and the time it began.
+    fn reclaim_dirty_file(v1: bool, size_bytes: u64) -> (Kernel, u64) {
+        let mut k = boot("v6.18", false);
+        k.spec.knobs.memory_cgroup_v1 = v1;
+        let f = new_file(&mut k, size_bytes, 0, true);
+        write(&mut k, f, 0, size_bytes, size_bytes);
+        let lv = k.lruvec_index(0, 0);
+        let mut sc = ScanControl::new(1 << 20, false);
+        sc.cgroup_reclaim = true;
+        sc.priority = 0;
+        let start_ns = k.clock_ns;
+        k.shrink_lruvec(lv, &mut sc);
+        (k, start_ns)
+    }
+
     #[test]
     fn a_cgroup_v1_reclaimer_waits_for_the_writeback_it_started() {
-        // One cgroup reclaim at priority 0 over 128 KiB of dirty page cache (one SWAP_CLUSTER_MAX batch), with the memory
-        // controller on v1 or v2.
-        let reclaim_dirty = |v1: bool| {
-            let mut k = boot("v6.18", false);
-            k.spec.knobs.memory_cgroup_v1 = v1;
-            let f = new_file(&mut k, 128 << 10, 0, true);
-            write(&mut k, f, 0, 128 << 10, 128 << 10);
-            let lv = k.lruvec_index(0, 0);
-            let mut sc = ScanControl::new(1 << 20, false);
-            sc.cgroup_reclaim = true;
-            sc.priority = 0;
-            let start_ns = k.clock_ns;
-            k.shrink_lruvec(lv, &mut sc);
-            (k, start_ns)
-        };
+        // 128 KiB: one SWAP_CLUSTER_MAX batch.
+        let reclaim_dirty = |v1: bool| reclaim_dirty_file(v1, 128 << 10);
         // v2 throttles dirtiers per cgroup: its reclaimer marks the folios, wakes the flusher
         // and goes on.
         let (k, start_ns) = reclaim_dirty(false);
@@ -892,19 +895,10 @@ mod tests {
 
     #[test]
     fn a_throttled_v1_reclaimer_sleeps_until_more_than_a_batch_is_written_or_hz_over_10() {
-        // A cgroup v1 reclaim at priority 0 whose batch is all dirty: the flusher writes the
-        // file, and the reclaimer sleeps in reclaim_throttle.
+        // A cgroup v1 reclaim whose batch is all dirty: the flusher writes the file, and the
+        // reclaimer sleeps in reclaim_throttle.
         let throttled_ns = |size_bytes: u64| {
-            let mut k = boot("v6.18", false);
-            k.spec.knobs.memory_cgroup_v1 = true;
-            let f = new_file(&mut k, size_bytes, 0, true);
-            write(&mut k, f, 0, size_bytes, size_bytes);
-            let lv = k.lruvec_index(0, 0);
-            let mut sc = ScanControl::new(1 << 20, false);
-            sc.cgroup_reclaim = true;
-            sc.priority = 0;
-            let start_ns = k.clock_ns;
-            k.shrink_lruvec(lv, &mut sc);
+            let (k, start_ns) = reclaim_dirty_file(true, size_bytes);
             no_violations(&k);
             (k.clock_ns - start_ns, k.hw.ssd_write_latency_ns)
         };
