@@ -14,8 +14,9 @@
 //!
 //! One run, in order: `preflight` (checks before any change, once for all runs), `setup` (on a VM,
 //! free page reporting held off and the run's memory touched once, see `page_reporting`; knobs,
-//! swap, cgroups; `stats_flush` records when the memcg statistics flusher runs), `warm` (the page cache a trace task's `warm_files` starts with), `play` (the
-//! programs), `figures` (what is read back); `session` undoes.
+//! swap, cgroups), `stats_flush` (recording when the memcg statistics flusher runs), `warm` (the
+//! page cache a trace task's `warm_files` starts with), `play` (the programs), `figures` (what is
+//! read back); `session` undoes.
 
 pub mod bench;
 pub mod cgroup;
