@@ -27,7 +27,7 @@ the run, which decides what reclaim and refault detection read of a small cgroup
 With --paired the simulated side is instead one run per live run, with that run's flusher phase
 (kernel-run's `memcg_stats_flush_first_us`, from the memcg_flush_stats tracepoint): `foliosim
 validate --sim-only --set memcg_stats_flush_first_us=...`, written to DIR/<scenario>-<variant>-
-<i>-sim.json (kept, and reused by --tables-only --paired).
+<i>-sim.json (kept, and reused by --tables-only --paired: delete them after an engine change).
 """
 
 import argparse
@@ -107,9 +107,8 @@ def paired_sims(foliosim, path, variant, stems):
     sims = []
     for stem in stems:
         with open(stem + ".json") as f:
-            live = f.read()
-        runs = json.loads(live)["runs"]
-        first_us = runs[-1].get("live", {}).get("memcg_stats_flush_first_us")
+            live = json.load(f)["runs"][-1]  # validate's document has the simulated run first
+        first_us = live.get("live", {}).get("memcg_stats_flush_first_us")
         if first_us is None:
             continue
         out = stem + "-sim.json"
