@@ -137,7 +137,8 @@ fn machine_state() -> Vec<(String, String)> {
         }
     }
     for mount in read(Path::new("/proc/mounts")).unwrap_or_default().lines() {
-        if mount.contains("foliosim-") {
+        // a run's own mounts, and tracefs, which a run mounts for itself where it is not
+        if mount.contains("foliosim-") || mount.split_whitespace().nth(2) == Some("tracefs") {
             state.push(("mount".into(), mount.into()));
         }
     }
