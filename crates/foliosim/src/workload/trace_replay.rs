@@ -60,7 +60,7 @@ use super::warm_files::{WarmFile, WarmFiles};
 use super::{params_of, Generator, Workload};
 use crate::mm::memory::Killed;
 use crate::mm::task::TaskState;
-use crate::mm::vma::{HPAGE_PMD_NR, VM_EXEC, VM_SHARED, VM_WRITE};
+use crate::mm::vma::{RecentHits, HPAGE_PMD_NR, VM_EXEC, VM_SHARED, VM_WRITE};
 use crate::mm::Kernel;
 use crate::scenario::generators::{
     GeneratorDef, GeneratorParams, TRACE_REPLAY_GENERATOR,
@@ -358,24 +358,28 @@ struct Space {
     /// Sorted by `lo`, not overlapping.
     regions: Vec<Region>,
     heap: Option<Heap>,
-    /// The region the last translation found (a hint: checked before use).
-    hit: usize,
+    /// The regions the last translations found (hints: checked before use). A program's
+    /// consecutive records go back and forth between a few regions (its stack, heap and data):
+    /// with the last one alone, 85% of sqlite3's translations searched.
+    recent: RecentHits,
 }
 
 impl Space {
     #[inline]
     fn translate(&mut self, page: u64) -> Option<u32> {
-        if let Some(r) = self.regions.get(self.hit) {
-            if page >= r.lo && page < r.hi {
-                return Some(r.vpn(page));
-            }
+        let regions = &self.regions;
+        if let Some(i) = self
+            .recent
+            .find(|i| regions.get(i).is_some_and(|r| page >= r.lo && page < r.hi))
+        {
+            return Some(regions[i].vpn(page));
         }
         let i = self.regions.partition_point(|r| r.hi <= page);
         let r = self.regions.get(i)?;
         if page < r.lo {
             return None;
         }
-        self.hit = i;
+        self.recent.remember(i);
         Some(r.vpn(page))
     }
 
@@ -1221,7 +1225,6 @@ impl Replay {
             return;
         }
         let sp = &mut self.spaces[space];
-        sp.hit = 0;
         let mm = sp.mm;
         for r in cut {
             // the heap's reservation stays for the break to grow into again
