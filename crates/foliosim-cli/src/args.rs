@@ -231,6 +231,11 @@ pub struct ValidateArgs {
     /// cgroup version and zswap history), without live runs
     #[arg(long = "sim-only")]
     pub sim_only: bool,
+    /// play live first, then simulate each live run with the memcg statistics flusher's phase
+    /// it recorded (`memcg_stats_flush_first_us`): the table shows the simulated median and
+    /// min-max beside the live ones
+    #[arg(long, conflicts_with = "sim_only")]
+    pub paired: bool,
 }
 
 /// Arguments of `calibrate`.

@@ -13,6 +13,7 @@ use serde_json::Value;
 use crate::args::ValidateArgs;
 use crate::kernel_run;
 use crate::live::sys::NodeMeminfo;
+use crate::live::LiveRun;
 use crate::run::{run_all, Loader};
 use crate::{output, scenarios, table, Failure};
 
@@ -26,6 +27,9 @@ pub struct Row {
     pub counter: bool,
     /// With several live runs: `live` is their median, and this their minimum and maximum.
     pub live_range: Option<(f64, f64)>,
+    /// With a simulated run paired to each live run (`--paired`): `sim` is their median, and
+    /// this their minimum and maximum.
+    pub sim_range: Option<(f64, f64)>,
 }
 
 impl Row {
@@ -36,6 +40,7 @@ impl Row {
             live: live as f64,
             counter: true,
             live_range: None,
+            sim_range: None,
         }
     }
     fn figure(label: String, sim: f64, live: f64) -> Row {
@@ -45,6 +50,7 @@ impl Row {
             live,
             counter: false,
             live_range: None,
+            sim_range: None,
         }
     }
     /// simulated / live; None when live is 0.
@@ -76,7 +82,25 @@ fn median(values: &mut [f64]) -> f64 {
 /// The rows of one simulated run against several live runs of it: each row's live value is the
 /// median over the runs (a counter a run did not print counts 0 there), with their min-max.
 pub fn rows_against(scenario: &Scenario, sim: &RunResult, lives: &[&RunResult]) -> Vec<Row> {
-    let per_run: Vec<Vec<Row>> = lives.iter().map(|l| rows(scenario, sim, l)).collect();
+    let pairs: Vec<(&RunResult, &RunResult)> = lives.iter().map(|l| (sim, *l)).collect();
+    rows_of_pairs(scenario, &pairs, false)
+}
+
+/// The rows of simulated runs each paired with the live run it plays (`--paired`): both sides
+/// are medians with their min-max.
+pub fn rows_paired(scenario: &Scenario, pairs: &[(&RunResult, &RunResult)]) -> Vec<Row> {
+    rows_of_pairs(scenario, pairs, true)
+}
+
+fn rows_of_pairs(
+    scenario: &Scenario,
+    pairs: &[(&RunResult, &RunResult)],
+    sims_differ: bool,
+) -> Vec<Row> {
+    let per_run: Vec<Vec<Row>> = pairs
+        .iter()
+        .map(|(sim, live)| rows(scenario, sim, live))
+        .collect();
     if per_run.len() == 1 {
         return per_run.into_iter().next().unwrap_or_default();
     }
@@ -86,20 +110,26 @@ pub fn rows_against(scenario: &Scenario, sim: &RunResult, lives: &[&RunResult]) 
             merged.push(row.clone());
         }
     }
-    for m in &mut merged {
+    // a counter a run did not print counts 0 there
+    let spread = |label: &str, side: fn(&Row) -> f64| {
         let mut values: Vec<f64> = per_run
             .iter()
-            .map(|rows| {
-                rows.iter()
-                    .find(|r| r.label == m.label)
-                    .map_or(0.0, |r| r.live)
-            })
+            .map(|rows| rows.iter().find(|r| r.label == label).map_or(0.0, side))
             .collect();
-        let (lo, hi) = values
+        let range = values
             .iter()
             .fold((f64::MAX, f64::MIN), |(lo, hi), &v| (lo.min(v), hi.max(v)));
-        m.live = median(&mut values);
-        m.live_range = Some((lo, hi));
+        (median(&mut values), range)
+    };
+    for m in &mut merged {
+        (m.live, m.live_range) = {
+            let (median, range) = spread(&m.label, |r| r.live);
+            (median, Some(range))
+        };
+        if sims_differ {
+            let (median, range) = spread(&m.label, |r| r.sim);
+            (m.sim, m.sim_range) = (median, Some(range));
+        }
     }
     merged
 }
@@ -338,7 +368,12 @@ pub fn absent_on_live(sim: &RunResult, live: &RunResult) -> Vec<String> {
 /// The side-by-side table of one variant.
 pub fn render(sim_label: &str, live_label: &str, rows: &[Row]) -> String {
     let ranged = rows.iter().any(|r| r.live_range.is_some());
+    let sim_ranged = rows.iter().any(|r| r.sim_range.is_some());
     let mut columns = vec![sim_label.to_string()];
+    if sim_ranged {
+        columns[0] = format!("{sim_label} median");
+        columns.push("sim min-max".into());
+    }
     if ranged {
         columns.push(format!("{live_label} median"));
         columns.push("live min-max".into());
@@ -357,17 +392,17 @@ pub fn render(sim_label: &str, live_label: &str, rows: &[Row]) -> String {
                     None if r.sim == 0.0 => "- =".into(),
                     None => "-  ".into(),
                 };
-                let mut cells = vec![
-                    format_value(r.sim, r.counter),
-                    format_value(r.live, r.counter),
-                ];
-                if let Some((lo, hi)) = r.live_range {
-                    cells.push(format!(
+                let range = |(lo, hi): (f64, f64)| {
+                    format!(
                         "{}-{}",
                         format_value(lo, r.counter),
                         format_value(hi, r.counter)
-                    ));
-                }
+                    )
+                };
+                let mut cells = vec![format_value(r.sim, r.counter)];
+                cells.extend(r.sim_range.map(range));
+                cells.push(format_value(r.live, r.counter));
+                cells.extend(r.live_range.map(range));
                 cells.push(ratio);
                 (r.label.clone(), cells)
             })
@@ -389,8 +424,12 @@ pub fn differences(rows: &[Row]) -> String {
                 None => format!("{} {} vs 0", r.label, format_value(r.sim, true)),
             })
             .collect();
+        let simulated = match rows.iter().any(|r| r.sim_range.is_some()) {
+            true => "simulated medians",
+            false => "counters",
+        };
         let mut text = format!(
-            "counters within 10% of the live median or inside its min-max: {} of {}",
+            "{simulated} within 10% of the live median or inside its min-max: {} of {}",
             counters.len() - outside.len(),
             counters.len()
         );
@@ -447,6 +486,42 @@ pub fn plan(
     };
     let specs = kernel_run::resolve(&scenario, args, &profile)?;
     Ok((scenario, profile, specs))
+}
+
+/// The simulated runs of `--paired`, one per live run (repetition-major): each variant's spec
+/// with the flusher phase its live run recorded. Also the labels of the live runs that recorded
+/// none, whose simulations keep the seed's phase.
+fn paired_specs(specs: &[RunSpec], repetitions: &[Vec<LiveRun>]) -> (Vec<RunSpec>, Vec<String>) {
+    let mut paired = Vec::new();
+    let mut unrecorded = Vec::new();
+    for runs in repetitions {
+        for (spec, live) in specs.iter().zip(runs) {
+            let mut spec = spec.clone();
+            match live.info["memcg_stats_flush_first_us"].as_u64() {
+                Some(us) => spec.knobs.memcg_stats_flush_first_us = Some(us),
+                None => unrecorded.push(table::run_label(&live.result)),
+            }
+            paired.push(spec);
+        }
+    }
+    (paired, unrecorded)
+}
+
+/// What `--paired` simulated, under the table.
+fn paired_note(runs: usize, unrecorded: &[String]) -> String {
+    let mut text = format!(
+        "paired: {runs} simulated runs, each playing the memcg statistics flusher's phase its \
+         live run recorded; the simulated column is their median\n"
+    );
+    if !unrecorded.is_empty() {
+        text.push_str(&format!(
+            "paired: {} live runs recorded no flusher phase ({}); their simulations draw it from \
+             the seed\n",
+            unrecorded.len(),
+            unrecorded.join(", ")
+        ));
+    }
+    text
 }
 
 /// Turns the scenario's brd swap devices into zram devices of the same size; true if it had any.
@@ -582,8 +657,8 @@ pub fn validate(validate_args: &ValidateArgs) -> Result<(), Failure> {
         play_host_memory(&mut spec.scenario, &host.meminfo);
         play_host_cpus(&mut spec.scenario, host.cpus);
     }
-    let sim_runs = run_all(&sim_scenario, &sim_specs)?;
     if validate_args.sim_only {
+        let sim_runs = run_all(&sim_scenario, &sim_specs)?;
         if let Some(json) = &args.json {
             let document = output::document(&sim_scenario, &sim_runs)
                 .map_err(|m| crate::json_error(json, m))?;
@@ -596,6 +671,12 @@ pub fn validate(validate_args: &ValidateArgs) -> Result<(), Failure> {
         crate::print_stdout(&text);
         return Ok(());
     }
+    // a run plays its seed's flusher phase unless paired, when it plays a live run's; unpaired,
+    // the simulation comes first, so that a scenario the engine refuses touches nothing live
+    let seeded_runs = match validate_args.paired {
+        false => run_all(&sim_scenario, &sim_specs)?,
+        true => Vec::new(),
+    };
     // the live kernel varies from run to run: each repetition plays every variant once
     let mut repetitions = Vec::new();
     for repetition in 1..=validate_args.live_runs {
@@ -608,6 +689,14 @@ pub fn validate(validate_args: &ValidateArgs) -> Result<(), Failure> {
         repetitions.push(kernel_run::live_runs(&scenario, &host, &specs)?);
     }
     let live_runs = &repetitions[0];
+    // paired: repetition-major, as the live runs are
+    let (sim_runs, unrecorded) = match validate_args.paired {
+        false => (seeded_runs, Vec::new()),
+        true => {
+            let (specs, unrecorded) = paired_specs(&sim_specs, &repetitions);
+            (run_all(&sim_scenario, &specs)?, unrecorded)
+        }
+    };
     if let Some(json) = &args.json {
         let mut encoded = sim_runs
             .iter()
@@ -630,9 +719,17 @@ pub fn validate(validate_args: &ValidateArgs) -> Result<(), Failure> {
         host.profile(),
         host.release
     );
-    for (index, sim) in sim_runs.iter().enumerate() {
+    for (index, sim) in sim_runs.iter().take(specs.len()).enumerate() {
         let lives: Vec<&RunResult> = repetitions.iter().map(|r| &r[index].result).collect();
-        let rows = rows_against(&scenario, sim, &lives);
+        let rows = if validate_args.paired {
+            let sims = sim_runs.iter().skip(index).step_by(specs.len());
+            rows_paired(
+                &scenario,
+                &sims.zip(lives.iter().copied()).collect::<Vec<_>>(),
+            )
+        } else {
+            rows_against(&scenario, sim, &lives)
+        };
         text.push('\n');
         text.push_str(&render(
             &table::run_label(sim),
@@ -656,6 +753,9 @@ pub fn validate(validate_args: &ValidateArgs) -> Result<(), Failure> {
         }
     }
     text.push_str(&kernel_run::notes(&scenario, &host, live_runs));
+    if validate_args.paired {
+        text.push_str(&paired_note(repetitions.len() * specs.len(), &unrecorded));
+    }
     for line in [&host_memory, &host_cpus].into_iter().flatten() {
         text.push_str(line);
     }
@@ -938,6 +1038,69 @@ mod tests {
         extra.vmstat.insert("zswpout".into(), 3);
         extra.vmstat.insert("compact_stall".into(), 0);
         assert_eq!(not_modelled(&sim, &[&extra]), vec!["zswpout"]);
+    }
+
+    #[test]
+    fn paired_runs_play_each_live_phase_and_give_both_medians_and_ranges() {
+        let live = |out: u64, first_us: Option<u64>| {
+            let mut result = result("live-6.18.1");
+            result.vmstat.insert("pswpout".into(), out);
+            let info = match first_us {
+                Some(us) => json!({ "memcg_stats_flush_first_us": us }),
+                None => json!({ "memcg_stats_flushes_not_recorded": "no tracefs" }),
+            };
+            LiveRun { result, info }
+        };
+        let spec =
+            foliosim::scenario::parse::resolve(&scenario(), "v6.18", None, &[], 1, false).unwrap();
+        // two repetitions of one variant; the second recorded no phase
+        let repetitions = vec![vec![live(100, Some(250_000))], vec![live(300, None)]];
+        let (specs, unrecorded) = paired_specs(&[spec.clone()], &repetitions);
+        let phases: Vec<Option<u64>> = specs
+            .iter()
+            .map(|s| s.knobs.memcg_stats_flush_first_us)
+            .collect();
+        assert_eq!(
+            phases,
+            vec![Some(250_000), spec.knobs.memcg_stats_flush_first_us]
+        );
+        assert_eq!(unrecorded, vec!["live-6.18.1/64K"]);
+        assert!(paired_note(2, &unrecorded).contains("1 live runs recorded no flusher phase"));
+        // three pairs: each side's median and min-max
+        let sim = |out: u64| {
+            let mut r = result("v6.18");
+            r.vmstat.insert("pswpout".into(), out);
+            r
+        };
+        let sims = [sim(90), sim(330), sim(200)];
+        let lives = [live(100, None), live(300, None), live(210, None)];
+        let pairs: Vec<(&RunResult, &RunResult)> =
+            sims.iter().zip(lives.iter().map(|l| &l.result)).collect();
+        let rows = rows_paired(&scenario(), &pairs);
+        let pswpout = rows.iter().find(|r| r.label == "pswpout").unwrap();
+        assert_eq!(
+            (
+                pswpout.sim,
+                pswpout.sim_range,
+                pswpout.live,
+                pswpout.live_range
+            ),
+            (200.0, Some((90.0, 330.0)), 210.0, Some((100.0, 300.0)))
+        );
+        assert!(pswpout.matches());
+        let text = render("v6.18/64K", "live-6.18.1/64K", &rows);
+        let header = text.lines().next().unwrap();
+        assert!(
+            header.contains("v6.18/64K median  sim min-max  live-6.18.1/64K median  live min-max"),
+            "{text}"
+        );
+        assert!(text.contains(" 90-330 "), "{text}");
+        assert!(differences(&rows).starts_with("simulated medians within 10%"));
+        // unpaired, the one simulated run has no range
+        let lives: Vec<&RunResult> = pairs.iter().map(|p| p.1).collect();
+        let one = rows_against(&scenario(), &sims[0], &lives);
+        assert!(one.iter().all(|r| r.sim_range.is_none()));
+        assert_eq!(one.iter().find(|r| r.label == "pswpout").unwrap().sim, 90.0);
     }
 
     #[test]
