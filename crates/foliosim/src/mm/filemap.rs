@@ -883,11 +883,13 @@ impl Kernel {
         if ra.mmap_miss > MMAP_LOTSAMISS {
             return;
         }
-        // mmap read-around: the window centred on the fault.
+        // mmap read-around: the window centred on the fault, order 0 from v6.16 (2 before).
         ra.start = index.saturating_sub(ra_pages / 2);
         ra.size = ra_pages;
         ra.async_size = ra_pages / 4;
-        self.page_cache_ra_order(file, ra, 0);
+        ra.order = 0;
+        let order = self.readahead_order_step(ra.order);
+        self.page_cache_ra_order(file, ra, order);
     }
 
     /// do_async_mmap_readahead: a fault found `folio` cached at `index`.
@@ -1065,7 +1067,8 @@ ops = [{ op = "sleep", time = "1ms" }]
 
     #[test]
     fn readahead_grows_folio_order_by_two_per_window_up_to_the_window() {
-        let mut k = boot("v6.18", false);
+        // before v6.16 the order grows from the marker folio's
+        let mut k = boot("v6.12", false);
         // read_ahead_kb = 128: a 32-page window. Orders 2, then 4, then ilog2(32) = 5.
         let f = new_file(&mut k, 1 << 20, 128, true);
         read_all(&mut k, f, 1 << 20, None);
@@ -1086,7 +1089,7 @@ ops = [{ op = "sleep", time = "1ms" }]
 
     #[test]
     fn readahead_reaches_pmd_folios_with_a_large_window_and_order_0_without_large_folios() {
-        let mut k = boot("v6.18", false);
+        let mut k = boot("v6.12", false);
         // 2 MiB window: 2, 4, 6, 8, then 9 = MAX_PAGECACHE_ORDER, never more.
         let f = new_file(&mut k, 16 << 20, 2048, true);
         read_all(&mut k, f, 1 << 20, None);
@@ -1101,6 +1104,37 @@ ops = [{ op = "sleep", time = "1ms" }]
         let g = new_file(&mut k, 1 << 20, 2048, false);
         read_all(&mut k, g, 1 << 20, None);
         assert!(folios(&k, g).iter().all(|&(_, o)| o == 0));
+    }
+
+    #[test]
+    fn readahead_keeps_its_order_and_aligns_the_window_from_v6_16() {
+        // 6.18.44, a dd of a 16 MiB file in 4 KiB reads on ext4 with read_ahead_kb 8192
+        // (tracefs mm_filemap_add_to_page_cache): this sequence of (first page, order)
+        let mut k = boot("v6.18", false);
+        let f = new_file(&mut k, 16 << 20, 8192, true);
+        read_all(&mut k, f, 4096, None);
+        let live: Vec<(u32, u32)> = [(0, 0), (1, 0), (2, 0), (3, 0)]
+            .into_iter()
+            .chain((4..24).step_by(4).map(|i| (i, 2)))
+            .chain([(24, 3), (32, 4), (48, 4), (64, 4), (80, 4), (96, 5)])
+            .chain([
+                (128, 6),
+                (192, 6),
+                (256, 6),
+                (320, 6),
+                (384, 7),
+                (512, 8),
+                (768, 8),
+            ])
+            .chain((1024..4096).step_by(512).map(|i| (i, 9)))
+            .collect();
+        assert_eq!(folios(&k, f), live);
+        // the old rule on the same read never gets past order 4: its windows start at 20, 84,
+        // 340, ... and the marker folio at such a start is small
+        let mut old = boot("v6.12", false);
+        let g = new_file(&mut old, 16 << 20, 8192, true);
+        read_all(&mut old, g, 4096, None);
+        assert_eq!(folios(&old, g).iter().map(|&(_, o)| o).max(), Some(4));
     }
 
     #[test]

@@ -970,6 +970,27 @@ mod tests {
     }
 
     #[test]
+    fn read_around_asks_for_order_0_folios_from_v6_16_and_order_2_before() {
+        // 6.18.44: one read of a cold mmap of a large-folio file (ext4) at 8 MiB adds 2048
+        // order-0 folios (tracefs page_cache_ra_order order=0, mm_filemap_add_to_page_cache)
+        let orders = |profile: &str| {
+            let mut k = crate::mm::filemap::tests::boot(profile, false);
+            let mm = k.tasks[k.current as usize].mm.expect("user mm");
+            let f = new_file(&mut k, 16 << 20, 8192, true);
+            let start = k.mmap_file(mm, f, 0, 4096, 0);
+            k.touch(mm, start + 2048, false, 0).unwrap();
+            let cache = &k.files[f as usize].cache;
+            let mut seen: Vec<u32> = (1024..3072)
+                .map(|i| k.mem.order(cache[i as usize]))
+                .collect();
+            seen.dedup();
+            seen
+        };
+        assert_eq!(orders("v6.18"), vec![0]);
+        assert_eq!(orders("v6.12"), vec![2]);
+    }
+
+    #[test]
     fn read_around_stops_after_a_hundred_misses_and_hits_seen_by_fault_around_count_back() {
         let (mut k, mm) = boot();
         let f = new_file(&mut k, 64 << 20, 128, false);

@@ -3,9 +3,11 @@
 //! Models mm/readahead.c (v6.10–v6.18): page_cache_sync_ra (a miss: a sequential or first read
 //! starts a window of get_init_ra_size, a random one reads just what was asked for),
 //! page_cache_async_ra (a hit on a PG_readahead folio pushes the window forward by
-//! get_next_ra_size), page_cache_ra_order (folio orders grow by 2 per window from the marker
-//! folio's order, up to MAX_PAGECACHE_ORDER and ilog2 of the window, aligned to the index and cut
-//! at the window's end; a failure falls back to order-0 pages) and page_cache_ra_unbounded.
+//! get_next_ra_size), page_cache_ra_order (folio orders grow by 2 per window, up to
+//! MAX_PAGECACHE_ORDER and ilog2 of the window, aligned to the index and cut at the window's end;
+//! a failure falls back to order-0 pages) and page_cache_ra_unbounded. Where the growth starts
+//! is the generation's: before v6.16 from the marker folio's order, from v6.16 from ra->order,
+//! with each window's end cut to that order's alignment (Generation::has_readahead_order_state).
 //! mmap read-around uses page_cache_ra_order from filemap.rs. Left out: bdi->io_pages (taken
 //! equal to ra_pages), the "contiguous cache hits" context readahead of random reads, readahead
 //! throttling on congestion, and filesystems' minimum folio orders (always 0 here). PG_readahead
@@ -31,6 +33,8 @@ pub struct FileRaState {
     /// The read path's window maximum when posix_fadvise set one (`ra_pages`: twice the
     /// device's after POSIX_FADV_SEQUENTIAL, mm/fadvise.c); None, the device's.
     pub ra_pages: Option<u32>,
+    /// The folio order the last window asked for (`ra->order`, v6.16+).
+    pub order: u32,
 }
 
 impl Default for FileRaState {
@@ -42,6 +46,7 @@ impl Default for FileRaState {
             prev_pos: -1,
             mmap_miss: 0,
             ra_pages: None,
+            order: 0,
         }
     }
 }
@@ -101,7 +106,20 @@ impl Kernel {
         } else {
             ra.size
         };
-        self.page_cache_ra_order(file, ra, 0);
+        // a new stream starts at order 0 (v6.16+), or one step above it (before)
+        ra.order = 0;
+        let order = self.readahead_order_step(ra.order);
+        self.page_cache_ra_order(file, ra, order);
+    }
+
+    /// The order a window asks for after one of `previous_order`: 2 more, up to the PMD order,
+    /// before v6.16; from v6.16 the caller moves ra->order itself and asks for it as it is.
+    pub fn readahead_order_step(&self, previous_order: u32) -> u32 {
+        if self.generation().has_readahead_order_state() {
+            previous_order
+        } else {
+            (previous_order + 2).min(MAX_PAGECACHE_ORDER)
+        }
     }
 
     /// page_cache_async_ra: the read reached the PG_readahead folio `folio` at `index`.
@@ -118,11 +136,16 @@ impl Kernel {
             return;
         }
         let order = self.mem.order(folio);
+        let order_state = self.generation().has_readahead_order_state();
         let mark = ra.start + ra.size - ra.async_size;
         let expected = mark & !((1u32 << order) - 1);
         if index == expected || index == ra.start + ra.size {
             ra.start += ra.size;
-            ra.size = get_next_ra_size(ra.size, max);
+            // a window larger than the ramp (MADV_HUGEPAGE's) is kept from v6.16
+            ra.size = match order_state {
+                true => ra.size.max(get_next_ra_size(ra.size, max)),
+                false => get_next_ra_size(ra.size, max),
+            };
             ra.async_size = ra.size;
         } else {
             // Lost state (interleaved readers): restart from the next hole after `index`.
@@ -139,12 +162,27 @@ impl Kernel {
             ra.size = get_next_ra_size(start - index, max);
             ra.async_size = ra.size;
         }
-        self.page_cache_ra_order(file, ra, order);
+        if !order_state {
+            self.page_cache_ra_order(file, ra, self.readahead_order_step(order));
+            return;
+        }
+        // v6.16+: the order grows from the last window's, and the window's end is cut to its
+        // alignment (at most the maximum window's), so the next window starts aligned for it
+        ra.order += 2;
+        let align = 1u32 << ra.order.min(max.trailing_zeros());
+        let end = ra.start + ra.size;
+        let aligned_end = end & !(align - 1);
+        if aligned_end > ra.start {
+            ra.size -= end - aligned_end;
+        }
+        ra.async_size = ra.size;
+        self.page_cache_ra_order(file, ra, ra.order);
     }
 
-    /// page_cache_ra_order: allocates the window [ra.start, ra.start + ra.size) in folios whose
-    /// order grows by 2 from `new_order`; falls back to order-0 pages from where it stopped.
-    pub fn page_cache_ra_order(&mut self, file: FileId, ra: &FileRaState, new_order: u32) {
+    /// page_cache_ra_order: allocates the window [ra.start, ra.start + ra.size) in folios of
+    /// `new_order` (at most MAX_PAGECACHE_ORDER and ilog2 of the window, which ra->order then
+    /// keeps); falls back to order-0 pages from where it stopped.
+    pub fn page_cache_ra_order(&mut self, file: FileId, ra: &mut FileRaState, new_order: u32) {
         let f = &self.files[file as usize];
         if ra.start >= f.nr_pages {
             return;
@@ -152,18 +190,17 @@ impl Kernel {
         let start = ra.start;
         let mut index = start;
         let mark = start + ra.size - ra.async_size;
-        if !f.large_folios || ra.size < 4 {
+        // before v6.16 a window under 4 pages was read in order-0 pages
+        let small = ra.size < 4 && !self.generation().has_readahead_order_state();
+        if !f.large_folios || small || ra.size == 0 {
+            ra.order = 0;
             self.page_cache_ra_unbounded(file, index, ra.size, ra.async_size);
             return;
         }
         let limit = (f.nr_pages - 1).min(index + ra.size - 1);
         self.read_batch_begin(file, start, limit + 1);
-        let max_order = MAX_PAGECACHE_ORDER;
-        let mut new_order = new_order;
-        if new_order < max_order {
-            new_order += 2;
-        }
-        new_order = new_order.min(max_order).min(ra.size.ilog2());
+        let new_order = new_order.min(MAX_PAGECACHE_ORDER).min(ra.size.ilog2());
+        ra.order = new_order;
         let mut failed = false;
         let mut pages = 0u64;
         while index <= limit {

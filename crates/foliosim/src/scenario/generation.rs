@@ -71,6 +71,17 @@ impl Generation {
         self >= Generation::V6_18
     }
 
+    /// v6.16 ("mm/readahead: Store folio order in struct file_ra_state"; v6.18 here): a
+    /// sequential read's page-cache folio order is kept in ra->order and grows by 2 per window,
+    /// whose end is cut to that order's alignment, so folios reach the PMD order; before, each
+    /// window took the marker folio's order plus 2, and a window starting off that alignment
+    /// (start 20, 84, 340, ... of a read from 0) stayed at order 4. mmap read-around asks for
+    /// order 0 from then (it was 2). Seen on 6.18.44: a dd of a 16 MiB file with 4 KiB reads
+    /// adds order 0, 2, 4, 6, 8, then 9 folios (tracefs mm_filemap_add_to_page_cache).
+    pub fn has_readahead_order_state(self) -> bool {
+        self >= Generation::V6_18
+    }
+
     /// After v6.12 (multi-memcg per-CPU charge stock; v6.18 here): each CPU caches charges for
     /// several memcgs (NR_MEMCG_STOCK); before, for one.
     pub fn has_multi_memcg_stock(self) -> bool {
