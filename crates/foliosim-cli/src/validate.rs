@@ -674,8 +674,8 @@ pub fn validate(validate_args: &ValidateArgs) -> Result<(), Failure> {
     // a run plays its seed's flusher phase unless paired, when it plays a live run's; unpaired,
     // the simulation comes first, so that a scenario the engine refuses touches nothing live
     let seeded_runs = match validate_args.paired {
-        false => run_all(&sim_scenario, &sim_specs)?,
-        true => Vec::new(),
+        false => Some(run_all(&sim_scenario, &sim_specs)?),
+        true => None,
     };
     // the live kernel varies from run to run: each repetition plays every variant once
     let mut repetitions = Vec::new();
@@ -690,9 +690,9 @@ pub fn validate(validate_args: &ValidateArgs) -> Result<(), Failure> {
     }
     let live_runs = &repetitions[0];
     // paired: repetition-major, as the live runs are
-    let (sim_runs, unrecorded) = match validate_args.paired {
-        false => (seeded_runs, Vec::new()),
-        true => {
+    let (sim_runs, unrecorded) = match seeded_runs {
+        Some(runs) => (runs, Vec::new()),
+        None => {
             let (specs, unrecorded) = paired_specs(&sim_specs, &repetitions);
             (run_all(&sim_scenario, &specs)?, unrecorded)
         }
@@ -754,7 +754,7 @@ pub fn validate(validate_args: &ValidateArgs) -> Result<(), Failure> {
     }
     text.push_str(&kernel_run::notes(&scenario, &host, live_runs));
     if validate_args.paired {
-        text.push_str(&paired_note(repetitions.len() * specs.len(), &unrecorded));
+        text.push_str(&paired_note(sim_runs.len(), &unrecorded));
     }
     for line in [&host_memory, &host_cpus].into_iter().flatten() {
         text.push_str(line);

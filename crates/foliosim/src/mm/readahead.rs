@@ -191,8 +191,11 @@ impl Kernel {
         let mut index = start;
         let mark = start + ra.size - ra.async_size;
         // before v6.16 a window under 4 pages was read in order-0 pages
-        let small = ra.size < 4 && !self.generation().has_readahead_order_state();
-        if !f.large_folios || small || ra.size == 0 {
+        let min_size = match self.generation().has_readahead_order_state() {
+            true => 1,
+            false => 4,
+        };
+        if !f.large_folios || ra.size < min_size {
             ra.order = 0;
             self.page_cache_ra_unbounded(file, index, ra.size, ra.async_size);
             return;
