@@ -283,7 +283,8 @@ pub fn check(k: &Kernel) -> Vec<String> {
     }
 
     // Each cgroup's page counter: its folios (a migrated source kept by MIGRC gave its charge to
-    // the destination), its stocked pages and the pages of zswap's compressed data charged to it.
+    // the destination), its page tables, its stocked pages and the pages of zswap's compressed
+    // data charged to it.
     let mut charged = vec![0u64; k.memcgs.len()];
     for (pfn, p) in k.mem.pages.iter().enumerate() {
         if p.is_head() {
@@ -292,6 +293,9 @@ pub fn check(k: &Kernel) -> Vec<String> {
     }
     for &f in &k.migrc.folios {
         charged[k.mem.memcg(f) as usize] -= k.mem.nr_pages(f) as u64;
+    }
+    for m in &k.mms {
+        charged[m.memcg as usize] += m.page_tables.nr_pages();
     }
     for (m, cg) in k.memcgs.iter().enumerate().skip(1) {
         let stocked = k.stocked_pages(m as u16);

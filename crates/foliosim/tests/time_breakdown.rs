@@ -93,14 +93,17 @@ fn thp_faults_without_swap_charge_zeroing_and_no_swap_io() {
     ] {
         assert_eq!(breakdown(task, kind), 0, "{}", kind.name());
     }
-    // each 2 MiB fault clears 512 pages at the profile's cost and maps them with one PMD;
-    // nothing else zeroes
+    // each 2 MiB fault clears 512 pages at the profile's cost and maps them with one PMD, and
+    // clears and charges the page table deposited beside it; the first fault also makes the
+    // PGD, a PUD and a PMD table; nothing else zeroes
     let hw = foliosim::machine::hw::profile("x86-server").unwrap();
     let thp = r.vmstat["thp_fault_alloc"];
     assert_eq!(thp, 32);
+    let tables = thp + 3;
     assert_eq!(
         breakdown(task, TimeKind::Zeroing),
         thp * (512 * hw.costs.zero_page_ns + hw.costs.pte_update_ns)
+            + tables * hw.costs.zero_page_ns
     );
     assert_eq!(
         breakdown(task, TimeKind::FaultEntry),
@@ -108,7 +111,7 @@ fn thp_faults_without_swap_charge_zeroing_and_no_swap_io() {
     );
     assert_eq!(
         breakdown(task, TimeKind::MemcgCharge),
-        thp * hw.costs.memcg_charge_ns
+        (thp + tables) * hw.costs.memcg_charge_ns
     );
 }
 
@@ -129,10 +132,10 @@ fn a_dearer_cost_moves_only_its_category() {
     let dear = run(&Scenario::load(&scenario_file).unwrap(), "v6.18", None);
     std::fs::remove_dir_all(&dir).unwrap();
     let (b, d) = (&base.tasks[0], &dear.tasks[0]);
-    // 32 faults of 512 pages, each page 470 ns dearer
+    // 32 faults of 512 pages and 35 page tables, each page 470 ns dearer
     assert_eq!(
         breakdown(d, TimeKind::Zeroing) - breakdown(b, TimeKind::Zeroing),
-        32 * 512 * 470
+        (32 * 512 + 35) * 470
     );
     for kind in TimeKind::ALL {
         if kind != TimeKind::Zeroing {

@@ -12,12 +12,14 @@
 //! cache"). When other tasks share the memcg, an anonymous fault's order-0 charge that must
 //! reclaim does so before the fault, a priority pass at a time with other tasks running between
 //! (`reclaim_before_fault`), so that tasks reaching the limit together reclaim together, as they
-//! do live; other charges, and a task alone in its memcg, reclaim inside the fault. Uncharges go
-//! straight to the counter. Cgroups are flat under the root (id 0, unlimited, never stocked).
+//! do live; other charges, and a task alone in its memcg, reclaim inside the fault. Cgroups are
+//! flat under the root (id 0, unlimited, never stocked).
 //! Left out: drain_all_stock runs every CPU's drain at once (the kernel queues work on the other
-//! CPUs), memory.high/low/min protection, swap.max, kmem and object stocks, hierarchy beyond one
+//! CPUs), memory.high/low/min protection, swap.max, kernel memory other than page tables
+//! (mm/pgalloc.rs charges those through try_charge) and the object stocks, hierarchy beyond one
 //! level, and reclaimers taking turns at each SWAP_CLUSTER_MAX batch (here at each priority
-//! pass, which at low priorities is a large part of the list).
+//! pass, which at low priorities is a large part of the list). Uncharges go straight to the
+//! counter, but a page table's, which refills the stock.
 //!
 //! Statistics (v6.8+ rstat with flush thresholds): what reclaim and refault detection read of a
 //! memcg's lruvec (lruvec_page_state: the LRU sizes and the workingset activations) is the state
@@ -214,7 +216,7 @@ impl Kernel {
         self.try_charge(memcg, nr, gfp)
     }
 
-    fn try_charge(&mut self, memcg: u16, nr: u64, gfp: Gfp) -> Result<(), ()> {
+    pub(super) fn try_charge(&mut self, memcg: u16, nr: u64, gfp: Gfp) -> Result<(), ()> {
         // The fault after reclaim_before_fault: when the kernel made this charge the memcg
         // was full, and one that may not reclaim failed (a large folio falls back).
         if !gfp.direct_reclaim && self.tasks[self.current as usize].fault_after_reclaim {
@@ -392,7 +394,7 @@ impl Kernel {
 
     /// refill_stock: keep `nr` charged pages in this CPU's stock; a stock grown past a batch
     /// goes back to the counter. A memcg without a slot takes an empty one, else evicts one.
-    fn refill_stock(&mut self, memcg: u16, nr: u64) {
+    pub(super) fn refill_stock(&mut self, memcg: u16, nr: u64) {
         let cpu = self.current_cpu as usize;
         let slots = &self.memcg_stocks[cpu].slots;
         let i = match slots.iter().position(|s| s.0 == memcg) {

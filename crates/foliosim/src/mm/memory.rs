@@ -114,6 +114,10 @@ impl Kernel {
         self.spend(TimeKind::FaultEntry, self.hw.fault_entry_ns);
         let idx = (vpn - self.mms[mm as usize].vmas[vi].start) as usize;
         let pte = self.mms[mm as usize].vmas[vi].ptes[idx];
+        if pte == pt::PTE_NONE {
+            // __pte_alloc: the tables this address needs, charged before the page they map.
+            self.pte_alloc(mm, vi, vpn)?;
+        }
         if pt::is_present(pte) && pte & pt::PROTNONE != 0 {
             self.do_numa_page(mm, vi, vpn);
             let pte = self.mms[mm as usize].vmas[vi].ptes[idx];
@@ -643,6 +647,7 @@ impl Kernel {
                 (v.start, v.flags, v.ptes.clone(), v.policies.clone())
             };
             let file = self.mms[parent as usize].vmas[vi].file;
+            let table_vpn_offset = self.mms[parent as usize].vmas[vi].table_vpn_offset;
             if flags & VM_SHARED != 0 {
                 // vma_needs_copy: a shared file VMA is refilled by the child's faults.
                 ptes.fill(pt::PTE_NONE);
@@ -678,12 +683,14 @@ impl Kernel {
                 poisson: None,
                 policies,
                 file,
+                table_vpn_offset,
             });
             if let Some(vf) = file {
                 self.files[vf.file as usize].i_mmap.push((child, start));
             }
         }
         self.mms[child as usize].next_vpn = self.mms[parent as usize].next_vpn;
+        self.fork_pgtables(parent, child);
         self.spend(TimeKind::PteUpdate, copied * self.hw.pte_update_ns);
         self.flush_tlb_mm(parent);
         child

@@ -20,6 +20,7 @@ pub mod oom_kill;
 pub mod page_alloc;
 pub mod page_writeback;
 pub mod pagetable;
+pub mod pgalloc;
 pub mod readahead;
 pub mod resident_cache;
 pub mod rmap;

@@ -48,6 +48,9 @@ pub struct Vma {
     pub policies: Vec<super::mempolicy::PolicyRange>,
     /// A file mapping; None for anonymous memory.
     pub file: Option<VmaFile>,
+    /// What to add (wrapping) to a page number here to get the one the page tables are built
+    /// for (mm/pgalloc.rs): 0, but for a replayed trace's mapping, the program's own address.
+    pub table_vpn_offset: u64,
 }
 
 impl Vma {
@@ -58,6 +61,16 @@ impl Vma {
     #[inline]
     pub fn contains(&self, vpn: u32) -> bool {
         vpn >= self.start && vpn < self.end()
+    }
+    /// The page number the page tables see for `vpn` (mm/pgalloc.rs).
+    #[inline]
+    pub fn table_vpn(&self, vpn: u32) -> u64 {
+        (vpn as u64).wrapping_add(self.table_vpn_offset)
+    }
+    /// The page numbers [lo, hi) the page tables see for the whole VMA.
+    pub fn table_range(&self) -> (u64, u64) {
+        let lo = self.table_vpn(self.start);
+        (lo, lo + self.ptes.len() as u64)
     }
     /// linear_page_index: the file page that `vpn` maps in this file VMA.
     #[inline]
@@ -109,6 +122,7 @@ pub struct Mm {
     /// (its stack, heap and data), and searching a hundred VMAs for each was a fifth of its
     /// replay time.
     pub recent_found: std::cell::Cell<RecentHits>,
+    pub page_tables: super::pgalloc::PageTables,
 }
 
 impl Mm {
@@ -181,6 +195,7 @@ impl Kernel {
             numa_scan_offset: 0,
             numa_scan_seq: 0,
             recent_found: Default::default(),
+            page_tables: Default::default(),
         });
         id
     }
@@ -224,6 +239,7 @@ impl Kernel {
             poisson: None,
             policies: Vec::new(),
             file,
+            table_vpn_offset: 0,
         });
         m.vmas.sort_by_key(|v| v.start);
     }
@@ -266,6 +282,10 @@ impl Kernel {
         let len = self.mms[mm as usize].vmas[vi].ptes.len() as u32;
         self.zap_range(mm, vi, 0, len, true);
         let v = self.mms[mm as usize].vmas.remove(vi);
+        if len > 0 {
+            let (lo, hi) = v.table_range();
+            self.free_pgtables(mm, lo, hi, None);
+        }
         if let Some(vf) = v.file {
             let f = &mut self.files[vf.file as usize];
             f.i_mmap.retain(|&m| m != (mm, v.start));
@@ -291,6 +311,7 @@ impl Kernel {
             let start = v.start;
             self.munmap(mm, start);
         }
+        self.free_all_pgtables(mm);
         self.mms[mm as usize].alive = false;
         for av in std::mem::take(&mut self.mms[mm as usize].anon_vma_chain) {
             self.anon_vmas[av as usize].mms.retain(|&m| m != mm);

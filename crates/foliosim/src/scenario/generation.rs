@@ -82,6 +82,13 @@ impl Generation {
         self >= Generation::V6_18
     }
 
+    /// v6.14 ("mm: pgtable: reclaim empty PTE page in madvise(MADV_DONTNEED)", x86 only up to
+    /// v6.19): MADV_DONTNEED frees the PTE tables it empties (mm/pt_reclaim.c); before, only
+    /// munmap and exit freed page tables.
+    pub fn has_pt_reclaim(self) -> bool {
+        self >= Generation::V6_18
+    }
+
     /// After v6.12 (multi-memcg per-CPU charge stock; v6.18 here): each CPU caches charges for
     /// several memcgs (NR_MEMCG_STOCK); before, for one.
     pub fn has_multi_memcg_stock(self) -> bool {

@@ -399,7 +399,7 @@ pub(super) fn madvise(k: &mut Kernel, mm: u32, start: u32, from: u32, to: u32, a
     match advice {
         Advice::Hugepage => *flags = (*flags | VM_HUGEPAGE) & !VM_NOHUGEPAGE,
         Advice::NoHugepage => *flags = (*flags | VM_NOHUGEPAGE) & !VM_HUGEPAGE,
-        Advice::DontNeed => k.zap_range(mm, vi, from, to, false),
+        Advice::DontNeed => k.madvise_dontneed(mm, vi, from, to),
         Advice::Pageout | Advice::Cold => {
             k.madvise_cold_or_pageout(mm, vi, from, to, advice == Advice::Pageout)
         }

@@ -1200,6 +1200,7 @@ impl Replay {
                 start
             }
         };
+        place_tables_at(k, mm, start, lo);
         self.spaces[space].insert(Region {
             lo,
             hi,
@@ -1234,6 +1235,7 @@ impl Replay {
                 if let Some(vi) = k.mms[mm as usize].find_vma(r.vma) {
                     let (from, to) = (r.vpn(r.lo) - r.vma, r.vpn(r.hi - 1) + 1 - r.vma);
                     k.zap_range(mm, vi, from, to, false);
+                    k.free_pgtables_of_range(mm, vi, from, to);
                 }
             } else {
                 k.munmap(mm, r.vma);
@@ -1322,6 +1324,7 @@ impl Replay {
         }
         let start = aligned_start(next, lo);
         k.mmap_anon_at(mm, start, nr as u32);
+        place_tables_at(k, mm, start, lo);
         let delta = (start as u64).wrapping_sub(lo);
         self.spaces[space].heap = Some(Heap {
             lo,
@@ -1348,6 +1351,14 @@ fn prefetch_page(k: &Kernel, mm: u32, vpn: u32) {
         super::exec::prefetch(&v.ptes[(vpn - v.start) as usize]);
     }
     super::exec::prefetch(k.cpu_tlbs[k.current_cpu as usize].entry(mm, vpn));
+}
+
+/// The page tables of the simulated VMA at `start` are those of the trace's addresses from
+/// `lo`: the simulated mappings lie elsewhere (and apart), the tables number as the program's.
+fn place_tables_at(k: &mut Kernel, mm: u32, start: u32, lo: u64) {
+    if let Some(vi) = k.mms[mm as usize].find_vma(start) {
+        k.mms[mm as usize].vmas[vi].table_vpn_offset = lo.wrapping_sub(start as u64);
+    }
 }
 
 /// The first simulated page at or after `next` congruent to trace page `lo` modulo a PMD.
