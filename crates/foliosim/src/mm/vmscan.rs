@@ -333,18 +333,16 @@ impl Kernel {
     /// lru_note_cost: what reclaiming from a list cost: each page written out counts
     /// SWAP_CLUSTER_MAX, each page scanned but kept (rotated) one. Charged to the lruvec and to
     /// its parent, the root cgroup's lruvec of the node; both costs halve once they exceed a
-    /// quarter of the lruvec's pages, so recent reclaim weighs most.
+    /// quarter of the lruvec's pages, so recent reclaim weighs most. Those pages are
+    /// lruvec_page_state's, the statistics as last flushed: a cgroup that filled since the last
+    /// flush halves its costs at every note.
     pub(super) fn lru_note_cost(&mut self, lv: usize, file: bool, nr_io: u64, nr_rotated: u64) {
         let cost = nr_io * SWAP_CLUSTER_MAX + nr_rotated;
         let nodes = self.nodes.len();
         let mut at = Some(lv);
         while let Some(i) = at {
-            let size: u64 = self
-                .lruvecs_hier(i)
-                .flat_map(|j| &self.lruvecs[j].lists)
-                .map(|l| l.nr_pages)
-                .sum();
             let v = &mut self.lruvecs[i];
+            let size: u64 = v.flushed.lru.iter().sum();
             if file {
                 v.file_cost += cost;
             } else {
@@ -1153,6 +1151,29 @@ ops = [{ op = "sleep", time = "1ms" }]
         );
         // a hierarchical figure: the root's lruvec counts its cgroups' pages
         assert!(k.inactive_is_low_flushed(k.lruvec_index(0, 0), false));
+    }
+
+    /// lru_note_cost decays the costs against lruvec_page_state, the statistics as last
+    /// flushed: in a cgroup that filled since the last flush, each note halves them.
+    #[test]
+    fn reclaim_costs_decay_against_the_lists_as_last_flushed() {
+        let mut k = boot(60);
+        let lv = k.lruvec_index(1, 0);
+        for (list, n) in k.lruvecs[lv].lists.iter_mut().zip([4000, 0, 0, 0]) {
+            list.nr_pages = n;
+        }
+        k.lru_note_cost(lv, false, 0, 100);
+        k.lru_note_cost(lv, false, 0, 100);
+        assert_eq!(
+            k.lruvecs[lv].anon_cost, 75,
+            "nothing flushed: (100/2 + 100)/2"
+        );
+        set_sizes(&mut k, lv, [4000, 0, 0, 0]);
+        k.lru_note_cost(lv, false, 0, 100);
+        assert_eq!(
+            k.lruvecs[lv].anon_cost, 175,
+            "under a quarter of the flushed 4000"
+        );
     }
 
     /// Every page of the cgroup is on the active file list, but the flushed statistics are of
