@@ -56,7 +56,10 @@ impl Kernel {
     pub(crate) fn pte_alloc(&mut self, mm: u32, vi: usize, vpn: u32) -> Result<(), Killed> {
         let tvpn = self.mms[mm as usize].vmas[vi].table_vpn(vpn);
         let pte_table = tvpn >> LEVEL_SHIFTS[0];
-        if self.mms[mm as usize].page_tables.last_pte_table == Some(pte_table) {
+        let tables = &self.mms[mm as usize].page_tables;
+        // a PTE table's levels above it exist as long as it does (they go only after it)
+        if tables.last_pte_table == Some(pte_table) || tables.levels[0].contains(&pte_table) {
+            self.mms[mm as usize].page_tables.last_pte_table = Some(pte_table);
             return Ok(());
         }
         if !self.mms[mm as usize].page_tables.pgd {

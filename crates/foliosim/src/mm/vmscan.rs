@@ -1111,11 +1111,16 @@ ops = [{ op = "sleep", time = "1ms" }]
         k
     }
 
-    /// The lists' sizes, flushed to the statistics that reclaim reads.
-    fn set_sizes(k: &mut Kernel, lv: usize, sizes: [u64; NR_LRU_LISTS]) {
+    /// The lists' sizes, not yet flushed to the statistics that reclaim reads.
+    fn set_sizes_unflushed(k: &mut Kernel, lv: usize, sizes: [u64; NR_LRU_LISTS]) {
         for (list, n) in k.lruvecs[lv].lists.iter_mut().zip(sizes) {
             list.nr_pages = n;
         }
+    }
+
+    /// The lists' sizes, flushed to the statistics that reclaim reads.
+    fn set_sizes(k: &mut Kernel, lv: usize, sizes: [u64; NR_LRU_LISTS]) {
+        set_sizes_unflushed(k, lv, sizes);
         k.memcg_stats_flush();
     }
 
@@ -1130,9 +1135,7 @@ ops = [{ op = "sleep", time = "1ms" }]
     fn reclaim_reads_the_list_sizes_as_flushed_every_two_seconds() {
         let mut k = boot(60);
         let lv = k.lruvec_index(1, 0);
-        for (list, n) in k.lruvecs[lv].lists.iter_mut().zip([0, 1000, 0, 0]) {
-            list.nr_pages = n;
-        }
+        set_sizes_unflushed(&mut k, lv, [0, 1000, 0, 0]);
         assert!(!k.inactive_is_low_flushed(lv, false), "nothing flushed yet");
         let due = k.memcg_stats_next_flush_ns;
         assert!(
@@ -1159,9 +1162,7 @@ ops = [{ op = "sleep", time = "1ms" }]
     fn reclaim_costs_decay_against_the_lists_as_last_flushed() {
         let mut k = boot(60);
         let lv = k.lruvec_index(1, 0);
-        for (list, n) in k.lruvecs[lv].lists.iter_mut().zip([4000, 0, 0, 0]) {
-            list.nr_pages = n;
-        }
+        set_sizes_unflushed(&mut k, lv, [4000, 0, 0, 0]);
         k.lru_note_cost(lv, false, 0, 100);
         k.lru_note_cost(lv, false, 0, 100);
         assert_eq!(
