@@ -330,6 +330,16 @@ fn costs(raw: &BTreeMap<String, Vec<u64>>, base: &HwProfile) -> Vec<Measured> {
     // the model charges page_alloc_ns for each folio allocated and each folio freed
     let page_alloc_ps = base.costs.page_alloc_ns as f64 * 1000.0;
     let lru_ps = base.costs.lru_op_ns as f64 * 1000.0;
+    // what the model charges per folio a MADV_PAGEOUT swaps out besides the one measured: the
+    // isolated folio's pass through shrink_folio_list, try_to_unmap's walk, the swap slot, the
+    // device request and the free
+    let c = &base.costs;
+    let pageout_folio_ps = (c.reclaim_scan_folio_ns
+        + c.rmap_walk_ns
+        + c.swap_slot_alloc_ns
+        + c.block_io_overhead_ns
+        + c.page_alloc_ns) as f64
+        * 1000.0;
     let ns = |ps: f64| ps / 1000.0;
     let candidates = [
         derive(raw, "fault_entry_ns", &["read_fault"], |v| ns(v[0] - pte_ps),
@@ -359,6 +369,9 @@ fn costs(raw: &BTreeMap<String, Vec<u64>>, base: &HwProfile) -> Vec<Measured> {
         derive(raw, "zram_page_write_ns", &["pageout_same", "pageout_same_64k", "same_scan"],
             |v| ns(per_page_ps(v[0], v[1]) - v[2] - pte_ps - flush_one_ps),
             "MADV_PAGEOUT to zram of same-filled pages in 64 KiB folios and at order 0, per 4 KiB: the part that does not fall with the folio size, (16 t64K - t4K) / 15, minus the measured zram_same_page_ns and the base profile's pte_update_ns and tlb_flush_local_one_ns (the model's other per-page charges on that path); includes any per-4 KiB work of the swap-out path the model does not charge elsewhere (swap cache, swap_map and swap_cgroup entries)"),
+        derive(raw, "swap_writeout_ns", &["pageout_same", "pageout_same_64k"],
+            |v| ns(page_and_folio_parts(v[0], 1.0, v[1], MTHP_PAGES).1 - pageout_folio_ps),
+            "MADV_PAGEOUT to zram of same-filled pages at order 0 and in 64 KiB folios: the part that falls with the folio size, (t4K - t64K) x 16 / 15 per folio, minus the base profile's reclaim_scan_folio_ns, rmap_walk_ns, swap_slot_alloc_ns, block_io_overhead_ns and page_alloc_ns (the model's other per-folio charges on that path)"),
         derive(raw, "zram_page_read_ns", &["zram_read_4k", "zram_read_64k", "same_scan"],
             |v| ns(per_page_ps(v[0], v[1]) - v[2]),
             "O_DIRECT reads of 64 MiB of empty zram blocks (filled as same-filled pages are) as 64 KiB and as 4 KiB requests, per 4 KiB: (16 t64K - t4K) / 15, minus the measured zram_same_page_ns; includes pinning the user page for O_DIRECT, not the slot's free notification after a swap-in"),
@@ -697,7 +710,7 @@ mod tests {
     }
 
     #[test]
-    fn zram_page_costs_come_from_the_order_0_and_64k_round_trips() {
+    fn zram_page_costs_and_the_swap_out_per_folio_come_from_the_order_0_and_64k_round_trips() {
         let base = hw::profile("x86-server").unwrap();
         let c = &base.costs;
         // per 4 KiB: zram's own work 1,000 ns out and 700 ns in, besides the scan or fill and
@@ -718,11 +731,21 @@ mod tests {
         ]);
         let measured = costs(&raw, &base);
         assert_eq!(spread_of(&measured, "zram_page_write_ns").median, 1_000);
+        // of the 3,200 ns per folio out, the base profile's per-folio charges leave the rest
+        let folio_charges = c.reclaim_scan_folio_ns
+            + c.rmap_walk_ns
+            + c.swap_slot_alloc_ns
+            + c.block_io_overhead_ns
+            + c.page_alloc_ns;
+        assert_eq!(
+            spread_of(&measured, "swap_writeout_ns").median,
+            3_200 - folio_charges as i64
+        );
         assert_eq!(spread_of(&measured, "zram_page_read_ns").median, 700);
         assert_eq!(spread_of(&measured, "zram_page_read_ns").runs, 3);
         assert_eq!(spread_of(&measured, "zram_same_page_ns").median, 120);
         // nothing else was measured
-        assert_eq!(measured.len(), 3);
+        assert_eq!(measured.len(), 4);
     }
 
     /// The spread `costs` derived for `cost`.

@@ -222,6 +222,18 @@ fn a_memset_into_the_page_its_fault_just_filled_runs_at_the_cache_speed() {
     about(data_resident, pages * (512 * c.word_write_ns_x1000 / 1000));
 }
 
+/// x86-server's profile text with `cost`, 0 there, set to `value_ns`.
+fn x86_server_costing(cost: &str, value_ns: u64) -> String {
+    let profile = foliosim::machine::hw::bundled_text("x86-server").unwrap();
+    let at = profile.find(&format!("[cost.{cost}]")).unwrap();
+    let value = at + profile[at..].find("value = 0\n").unwrap();
+    format!(
+        "{}value = {value_ns}\n{}",
+        &profile[..value],
+        &profile[value + "value = 0\n".len()..]
+    )
+}
+
 /// A split charges `split_zero_subpage_ns` once for each zero-filled subpage it drops, both
 /// where v6.12+ maps the shared zero page in its place and where `+thp_zero_split` unmaps it, and
 /// nothing for a subpage it keeps.
@@ -229,15 +241,11 @@ fn a_memset_into_the_page_its_fault_just_filled_runs_at_the_cache_speed() {
 fn each_dropped_zero_subpage_pays_its_own_split_cost() {
     let dir = std::env::temp_dir().join(format!("foliosim-tb-split-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    let profile = foliosim::machine::hw::bundled_text("x86-server").unwrap();
-    let at = profile.find("[cost.split_zero_subpage_ns]").unwrap();
-    let value = at + profile[at..].find("value = 0\n").unwrap();
-    let dear = format!(
-        "{}value = 1000\n{}",
-        &profile[..value],
-        &profile[value + "value = 0\n".len()..]
-    );
-    std::fs::write(dir.join("dear.toml"), dear).unwrap();
+    std::fs::write(
+        dir.join("dear.toml"),
+        x86_server_costing("split_zero_subpage_ns", 1000),
+    )
+    .unwrap();
     let bundled_path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../../scenarios/thp-zero-subpage.toml");
     let text = std::fs::read_to_string(bundled_path)
@@ -270,6 +278,70 @@ fn each_dropped_zero_subpage_pays_its_own_split_cost() {
                 if kind != TimeKind::Split {
                     assert_eq!(breakdown(d, kind), breakdown(b, kind), "{}", kind.name());
                 }
+            }
+        }
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// A folio written to a swap device pays `swap_writeout_ns` once, whatever its size: the
+/// per-folio part of a swap-out that `foliosim calibrate` measures beyond the other costs.
+#[test]
+fn each_folio_written_to_swap_pays_the_writeout_once() {
+    let dir = std::env::temp_dir().join(format!("foliosim-tb-wo-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("dear.toml"),
+        x86_server_costing("swap_writeout_ns", 1000),
+    )
+    .unwrap();
+    let pageout = |hardware: &str, mthp: &str| {
+        let toml = format!(
+            r#"name = "t"
+profiles = ["v6.18"]
+[machine]
+hardware = "{hardware}"
+[[machine.node]]
+memory = "1G"
+cpus = 1
+[[swap]]
+name = "zram0"
+kind = "zram"
+size = "64M"
+[knobs]
+"/sys/kernel/mm/transparent_hugepage/enabled" = "never"
+"/sys/kernel/mm/transparent_hugepage/hugepages-64kB/enabled" = "{mthp}"
+[[task]]
+name = "pageout"
+ops = [
+  {{ op = "mmap", region = "mem", size = "4M" }},
+  {{ op = "touch", region = "mem", access = "write", pattern = "sequential", data = "nonzero" }},
+  {{ op = "madvise", region = "mem", advice = "pageout" }},
+]
+"#
+        );
+        let file = dir.join(format!("t-{}-{mthp}.toml", hardware.replace('.', "-")));
+        std::fs::write(&file, toml).unwrap();
+        let r = run(&Scenario::load(&file).unwrap(), "v6.18", None);
+        assert_eq!(r.vmstat["pswpout"], 1024, "{hardware} {mthp}");
+        r
+    };
+    for (mthp, folios) in [("never", 1024), ("always", 64)] {
+        let (cheap, dear) = (pageout("x86-server", mthp), pageout("dear.toml", mthp));
+        let (c, d) = (&cheap.tasks[0], &dear.tasks[0]);
+        assert_eq!(
+            breakdown(d, TimeKind::BlockIo) - breakdown(c, TimeKind::BlockIo),
+            folios * 1000,
+            "{mthp}"
+        );
+        for kind in TimeKind::ALL {
+            if kind != TimeKind::BlockIo {
+                assert_eq!(
+                    breakdown(d, kind),
+                    breakdown(c, kind),
+                    "{mthp} {}",
+                    kind.name()
+                );
             }
         }
     }

@@ -135,6 +135,12 @@ hw_costs! {
     /// cgroup record, and the device's slot-free notification (zram: the slot lock, flags and
     /// statistics, but not the free of a compressed object).
     swap_free_ns,
+    /// Reclaim's work for each folio it writes to a swap device that no other cost holds: the
+    /// swap cache and swap cgroup records, folio_start_writeback and folio_end_writeback with
+    /// their statistics, the bio's set-up for the folio and __remove_mapping, beyond
+    /// `reclaim_scan_folio_ns`, `rmap_walk_ns`, `swap_slot_alloc_ns`, `block_io_overhead_ns` and
+    /// the free's `page_alloc_ns`.
+    swap_writeout_ns,
     /// One streaming 8-byte store to resident memory from a user loop like usemem's, in
     /// picoseconds.
     word_write_ns_x1000,

@@ -79,9 +79,10 @@ time_kinds! {
     SwapFree = "swap_free" ["swap_free_ns", "zram_free_ns"],
     /// Scanning a folio for zeros before swap-out (the zeromap, v6.12+).
     ZeroCheck = "zero_check" ["dram_bandwidth_bytes_per_s", "dram_read_latency_ns"],
-    /// The CPU side of block I/O: bio submission and completion, brd's copies, zram's own work
-    /// per 4 KiB page (slot lock, table entry, statistics).
-    BlockIo = "block_io" ["block_io_overhead_ns", "brd_page_write_ns", "brd_page_read_ns", "zram_page_write_ns", "zram_page_read_ns"],
+    /// The CPU side of block I/O: bio submission and completion, a swap-out's writeback around
+    /// its request, brd's copies, zram's own work per 4 KiB page (slot lock, table entry,
+    /// statistics).
+    BlockIo = "block_io" ["block_io_overhead_ns", "swap_writeout_ns", "brd_page_write_ns", "brd_page_read_ns", "zram_page_write_ns", "zram_page_read_ns"],
     /// zram: compressing, decompressing and same-filled pages.
     Compression = "compression" ["zram_compress_ns", "zram_decompress_ns", "zram_same_page_ns", "dram_read_latency_ns"],
     /// Migrating folios between nodes (allocation, unmap, copy, remap).

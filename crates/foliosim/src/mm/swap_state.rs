@@ -229,6 +229,9 @@ impl Kernel {
         if self.generation().counts_per_size_swpout() {
             self.stat.count_mthp(order, Mthp::Swpout);
         }
+        // what swap_writeout does for the folio around the device's request (the writeback
+        // flag, the bio, and at the end __remove_mapping), once per folio whatever its size
+        self.spend(super::TimeKind::BlockIo, self.hw.swap_writeout_ns);
         let done_ns = self.swap_device_write(dev, off, nr);
         if self.swap[dev as usize].synchronous() {
             // the bio completed inside the submission: folio_end_writeback counts it written

@@ -31,8 +31,11 @@ fn values_are_positive_except_documented_zeros() {
             ],
         };
         for (field, v) in p.costs.values() {
-            // not separated from split_subpage_ns in the bundled profiles
-            let zero_ok = unused.contains(&field) || field == "split_zero_subpage_ns";
+            // not separated from split_subpage_ns, or from the other per-folio reclaim costs,
+            // in the bundled profiles
+            let zero_ok = unused.contains(&field)
+                || field == "split_zero_subpage_ns"
+                || field == "swap_writeout_ns";
             assert!(v > 0 || zero_ok, "{name}: {field} is 0");
             if v == 0 {
                 assert!(
@@ -310,4 +313,21 @@ fn the_docs_list_every_cost() {
         assert_eq!(cells[4], thousands(x.costs.values()[i].1), "{field}");
         assert_eq!(cells[5], thousands(a.costs.values()[i].1), "{field}");
     }
+}
+
+/// The profiles kept in profiles-local/ (calibrations of the project's machine that docs quote,
+/// and what-if profiles) stay readable as the model gains costs.
+#[test]
+fn local_profiles_parse() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../profiles-local");
+    let mut files = 0;
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_some_and(|e| e == "toml") {
+            let text = std::fs::read_to_string(&path).unwrap();
+            HwProfile::parse(&text).unwrap_or_else(|e| panic!("{}: {e:?}", path.display()));
+            files += 1;
+        }
+    }
+    assert!(files >= 2, "{}", dir.display());
 }
