@@ -469,6 +469,93 @@ pub fn differences(rows: &[Row]) -> String {
     text
 }
 
+/// How close a simulated time must come to the live median to count as matching: within 20 %,
+/// the bar docs/calibration.md holds a calibrated profile to.
+const TIME_TOLERANCE: f64 = 0.2;
+
+/// The simulated parts named for a time figure outside [`TIME_TOLERANCE`].
+const PARTS_SHOWN: usize = 3;
+
+/// The time figures (the run time and each task's and process's sys time) within 20 % of the live
+/// median, one line; each one outside is followed by the largest parts of the simulated time it
+/// is made of (time_breakdown_ns, mm/cputime.rs: all tasks for the run time, the task's own for
+/// its sys), which point at the costs to look at (`run --explain-time` lists every part).
+pub fn time_figures(scenario: &Scenario, sim: &RunResult, rows: &[Row]) -> String {
+    let figures: Vec<&Row> = rows
+        .iter()
+        .filter(|r| !r.counter && (r.label == "run time (ms)" || r.label.ends_with(" sys (ms)")))
+        .collect();
+    if figures.is_empty() {
+        return String::new();
+    }
+    let owners = table::Owners::new(scenario);
+    let outside: Vec<String> = figures
+        .iter()
+        .filter(|r| r.ratio().is_some_and(|x| (x - 1.0).abs() > TIME_TOLERANCE))
+        .map(|r| {
+            let tasks: Vec<&table::ResultTask> = match r.label.strip_suffix(" sys (ms)") {
+                None => sim.tasks.iter().collect(),
+                Some(name) => {
+                    // a scenario task's row sums its processes; a process row is its own
+                    let owner = scenario.tasks.iter().position(|s| s.name == name);
+                    sim.tasks
+                        .iter()
+                        .filter(|t| {
+                            let task = table::task_name(t);
+                            task == name || (owner.is_some() && owners.of(task) == owner)
+                        })
+                        .collect()
+                }
+            };
+            format!(
+                "{} {:.2} ({})",
+                r.label.trim_end_matches(" (ms)"),
+                r.ratio().unwrap_or(0.0),
+                largest_parts(&tasks)
+            )
+        })
+        .collect();
+    let mut text = format!(
+        "time figures (run time, sys) within {:.0}% of the live median: {} of {}",
+        TIME_TOLERANCE * 100.0,
+        figures.len() - outside.len(),
+        figures.len()
+    );
+    if !outside.is_empty() {
+        text.push_str(&format!("; outside (sim / median): {}", outside.join(", ")));
+    }
+    text.push('\n');
+    text
+}
+
+/// The largest parts of these tasks' simulated user + sys time by mechanism, with their shares.
+fn largest_parts(tasks: &[&table::ResultTask]) -> String {
+    use foliosim::mm::cputime::TimeKind;
+    let of = |kind: TimeKind| -> u64 {
+        tasks
+            .iter()
+            .filter_map(|t| t.get("time_breakdown_ns")?.get(kind.name())?.as_u64())
+            .sum()
+    };
+    let mut parts: Vec<(TimeKind, u64)> = TimeKind::ALL
+        .into_iter()
+        .filter(|k| *k != TimeKind::CpuWait)
+        .map(|k| (k, of(k)))
+        .filter(|(_, ns)| *ns > 0)
+        .collect();
+    let total: u64 = parts.iter().map(|(_, ns)| ns).sum();
+    parts.sort_by(|a, b| b.1.cmp(&a.1));
+    let shown: Vec<String> = parts
+        .iter()
+        .take(PARTS_SHOWN)
+        .map(|(k, ns)| format!("{} {:.0}%", k.name(), *ns as f64 * 100.0 / total as f64))
+        .collect();
+    match shown.is_empty() {
+        true => "no simulated breakdown".to_string(),
+        false => format!("simulated: {}", shown.join(", ")),
+    }
+}
+
 /// The scenario, the simulator's profile and the resolved runs of `validate`, before anything
 /// on the machine is looked at or changed.
 pub fn plan(
@@ -737,6 +824,7 @@ pub fn validate(validate_args: &ValidateArgs) -> Result<(), Failure> {
             &rows,
         ));
         text.push_str(&differences(&rows));
+        text.push_str(&time_figures(&scenario, sim, &rows));
         let absent = absent_on_live(sim, lives[0]);
         if !absent.is_empty() {
             text.push_str(&format!(
@@ -983,6 +1071,55 @@ mod tests {
         // a process the live run does not have gets no rows
         live.tasks.retain(|t| t["name"] != "child");
         assert_eq!(rows_len(&sim, &live), 5);
+    }
+
+    #[test]
+    fn time_figures_outside_20_percent_name_their_largest_simulated_parts() {
+        let task = |name: &str, sys_ms: u64, parts: serde_json::Value| {
+            serde_json::json!({"name": name, "exit_ns": 1, "sys_ns": sys_ms * 1_000_000,
+                               "time_breakdown_ns": parts})
+            .as_object()
+            .unwrap()
+            .clone()
+        };
+        let mut sim = result("v6.18");
+        let mut live = result("live-6.18.1");
+        // "t" owns "t" and "t-1"; "child" is a fork no scenario task names
+        sim.tasks = vec![
+            task(
+                "t",
+                10,
+                json!({"block_io": 6_000_000, "reclaim_scan": 3_000_000, "fault_entry": 1_000_000}),
+            ),
+            task(
+                "t-1",
+                10,
+                json!({"block_io": 2_000_000, "compression": 8_000_000}),
+            ),
+            task(
+                "child",
+                5,
+                json!({"zeroing": 5_000_000, "cpu_wait": 9_000_000}),
+            ),
+        ];
+        live.tasks = vec![
+            task("t", 10, json!({})),
+            task("t-1", 16, json!({})),
+            task("child", 5, json!({})),
+        ];
+        // run time 2 ms both; t's sys 20 against 26 (0.77): t's and t-1's parts, summed
+        let rows = rows(&scenario(), &sim, &live);
+        assert_eq!(
+            time_figures(&scenario(), &sim, &rows),
+            "time figures (run time, sys) within 20% of the live median: 2 of 4; outside (sim / \
+             median): t sys 0.77 (simulated: block_io 40%, compression 40%, reclaim_scan 15%), \
+             t-1 sys 0.62 (simulated: compression 80%, block_io 20%)\n"
+        );
+        // a process's own parts only; waiting for a CPU is not a part of its time
+        live.tasks[2] = task("child", 10, json!({}));
+        let rows = super::rows(&scenario(), &sim, &live);
+        assert!(time_figures(&scenario(), &sim, &rows)
+            .contains("child sys 0.50 (simulated: zeroing 100%)"));
     }
 
     fn labels(rows: &[Row]) -> Vec<&str> {
