@@ -544,7 +544,7 @@ fn largest_parts(tasks: &[&table::ResultTask]) -> String {
         .filter(|(_, ns)| *ns > 0)
         .collect();
     let total: u64 = parts.iter().map(|(_, ns)| ns).sum();
-    parts.sort_by(|a, b| b.1.cmp(&a.1));
+    parts.sort_by_key(|&(_, ns)| std::cmp::Reverse(ns));
     let shown: Vec<String> = parts
         .iter()
         .take(PARTS_SHOWN)
