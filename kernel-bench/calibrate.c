@@ -37,6 +37,10 @@
  *   zram_read    O_DIRECT reads of PAGES 4 KiB blocks of the zram device DEVICE (4th argument)
  *                that hold nothing (zram fills them as it fills a same-filled page), as 4 KiB
  *                requests (zram_read_4k) and as 64 KiB requests (zram_read_64k); ps per 4 KiB
+ *   zram_write   O_DIRECT writes of PAGES 4 KiB blocks to the zram device DEVICE (4th argument; one
+ *                that is not swap), each from a page of its own, the blocks discarded first
+ *                (empty slots, as a swap-out finds them): same-filled pages (zram_write_same),
+ *                then pages of class "data" (zram_write_data); ps per page
  *   mprotect_local / mprotect_remote   mprotect of one resident page to read-only and back,
  *                alone, or while a thread of the same process runs on another CPU (whose TLB
  *                must then be flushed by IPI); ps per mprotect call, and for the remote one
@@ -53,7 +57,9 @@
 
 #include <fcntl.h>
 #include <pthread.h>
+#include <linux/fs.h>
 #include <sched.h>
+#include <sys/ioctl.h>
 #include <sys/wait.h>
 
 #ifndef MADV_PAGEOUT
@@ -574,6 +580,51 @@ static void zram_read(uint64_t pages, const char *dev)
 }
 
 /*
+ * zram_write_page compresses a page only when it is not same-filled, and stores the result in a
+ * zsmalloc object: writing the same blocks with same-filled pages and with pages of the data class
+ * differs by the compression, the object's allocation and copy, and the same-filled test's scan
+ * of the whole page (a data page stops at its first word). Written straight to the device, the
+ * difference is not buried in a swap-out's other work, as pageout_data - pageout_same is.
+ */
+static void zram_write(uint64_t pages, const char *dev)
+{
+	const unsigned int classes[] = { DATA_SAME_FILLED, DATA_DEFAULT };
+	const char *names[] = { "zram_write_same", "zram_write_data" };
+	uint64_t range[2] = { 0, pages * PAGE_BYTES }, start, elapsed;
+	char *buf;
+	int fd;
+
+	if (!dev) {
+		skip("zram_write_same", "no-device-given");
+		return;
+	}
+	fd = open(dev, O_RDWR | O_DIRECT);
+	if (fd < 0) {
+		skip("zram_write_same", "cannot-open-the-device-with-O_DIRECT");
+		return;
+	}
+	buf = map_small(pages);
+	for (int c = 0; c < 2; c++) {
+		for (uint64_t p = 0; p < pages; p++)
+			fill_page(buf + p * PAGE_BYTES, classes[c], p);
+		if (ioctl(fd, BLKDISCARD, range)) {
+			skip(names[c], "BLKDISCARD-failed");
+			break;
+		}
+		start = cpu_ns();
+		for (uint64_t p = 0; p < pages; p++)
+			if (pwrite(fd, buf + p * PAGE_BYTES, PAGE_BYTES, p * PAGE_BYTES) != PAGE_BYTES)
+				die("pwrite 4 KiB");
+		elapsed = cpu_ns() - start;
+		result(names[c], elapsed, pages);
+	}
+	if (ioctl(fd, BLKDISCARD, range))
+		die("BLKDISCARD");
+	close(fd);
+	munmap(buf, pages * PAGE_BYTES);
+}
+
+/*
  * The splits of thp_split: PMD THPs faulted in (their subpages left zero-filled, or `data`: each
  * subpage's first word written, so that a zero test stops at once), then each split by MADV_COLD
  * of its last 4 KiB, timed by this thread's CPU time (the split runs in the caller). Checked with
@@ -776,6 +827,8 @@ int main(int argc, char **argv)
 		same_scan(pages);
 	else if (!strcmp(argv[1], "zram_read"))
 		zram_read(pages, argc > 4 ? argv[4] : NULL);
+	else if (!strcmp(argv[1], "zram_write"))
+		zram_write(pages, argc > 4 ? argv[4] : NULL);
 	else if (!strcmp(argv[1], "pageout_same_64k"))
 		pageout_mthp(pages, 64, "pageout_same_64k", "swapin_same_64k");
 	else if (!strcmp(argv[1], "thp_split")) {

@@ -61,6 +61,15 @@ impl Session {
         Ok((z, algorithm))
     }
 
+    /// A zram device of `size_bytes` that is not swap (calibrate writes to it directly); returns
+    /// it and its compression algorithm.
+    pub fn add_zram_device(&mut self, size_bytes: u64) -> Result<(Zram, String), String> {
+        let z = zram::take()?;
+        self.undo.push(Undo::Zram(z.clone()));
+        let algorithm = zram::configure(&z, size_bytes)?;
+        Ok((z, algorithm))
+    }
+
     /// A swap file of `size_bytes` on ext4 on a new zram device, mounted on `dir`; returns the
     /// device, its compression algorithm and the file.
     pub fn add_zram_swap_file(
