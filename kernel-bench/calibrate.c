@@ -536,6 +536,21 @@ static void pageout_mthp(uint64_t pages, unsigned int size_kb, const char *out_n
 	result(in_name, elapsed, pages);
 }
 
+/* The benchmark device opened for O_DIRECT, or -1 after a skip line naming `name`. */
+static int open_device(const char *dev, int flags, const char *name)
+{
+	int fd;
+
+	if (!dev) {
+		skip(name, "no-device-given");
+		return -1;
+	}
+	fd = open(dev, flags | O_DIRECT);
+	if (fd < 0)
+		skip(name, "cannot-open-the-device-with-O_DIRECT");
+	return fd;
+}
+
 /*
  * zram_bio_read takes a request apart into 4 KiB pages, each read through its own slot: reading
  * the same blocks as 4 KiB and as 64 KiB requests separates zram's work per page from the
@@ -549,15 +564,9 @@ static void zram_read(uint64_t pages, const char *dev)
 	char *buf;
 	int fd;
 
-	if (!dev) {
-		skip("zram_read_4k", "no-device-given");
+	fd = open_device(dev, O_RDONLY, "zram_read_4k");
+	if (fd < 0)
 		return;
-	}
-	fd = open(dev, O_RDONLY | O_DIRECT);
-	if (fd < 0) {
-		skip("zram_read_4k", "cannot-open-the-device-with-O_DIRECT");
-		return;
-	}
 	/* each block is read into a page of its own, as a swap-in fills a page of its own */
 	pages -= pages % request_pages;
 	buf = map_small(pages);
@@ -594,15 +603,9 @@ static void zram_write(uint64_t pages, const char *dev)
 	char *buf;
 	int fd;
 
-	if (!dev) {
-		skip("zram_write_same", "no-device-given");
+	fd = open_device(dev, O_RDWR, "zram_write_same");
+	if (fd < 0)
 		return;
-	}
-	fd = open(dev, O_RDWR | O_DIRECT);
-	if (fd < 0) {
-		skip("zram_write_same", "cannot-open-the-device-with-O_DIRECT");
-		return;
-	}
 	buf = map_small(pages);
 	for (int c = 0; c < 2; c++) {
 		for (uint64_t p = 0; p < pages; p++)

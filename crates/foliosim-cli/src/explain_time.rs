@@ -23,12 +23,7 @@ pub fn render(runs: &[RunResult], hw: &HwProfile) -> String {
     for run in runs {
         for task in &run.tasks {
             let ns = |key: &str| task.get(key).and_then(|v| v.as_u64()).unwrap_or(0);
-            let of = |kind: TimeKind| {
-                task.get("time_breakdown_ns")
-                    .and_then(|b| b.get(kind.name()))
-                    .and_then(|v| v.as_u64())
-                    .unwrap_or(0)
-            };
+            let of = |kind: TimeKind| breakdown_ns(task, kind);
             let run_ns = ns("user_ns") + ns("sys_ns");
             let name = task.get("name").and_then(|v| v.as_str()).unwrap_or("?");
             text.push_str(&format!(
@@ -78,6 +73,14 @@ pub fn render(runs: &[RunResult], hw: &HwProfile) -> String {
         }
     }
     text
+}
+
+/// A result task's simulated time of `kind` (its `time_breakdown_ns`), 0 when it has none.
+pub(crate) fn breakdown_ns(task: &crate::table::ResultTask, kind: TimeKind) -> u64 {
+    task.get("time_breakdown_ns")
+        .and_then(|b| b.get(kind.name()))
+        .and_then(|v| v.as_u64())
+        .unwrap_or(0)
 }
 
 /// 1234567 as 1,234,567.

@@ -488,24 +488,22 @@ pub fn time_figures(scenario: &Scenario, sim: &RunResult, rows: &[Row]) -> Strin
     if figures.is_empty() {
         return String::new();
     }
-    let owners = table::Owners::new(scenario);
+    // the tasks each scenario task's row summed (rows), a process row being its own
+    let owned = table::Owners::new(scenario).group(sim);
     let outside: Vec<String> = figures
         .iter()
         .filter(|r| r.ratio().is_some_and(|x| (x - 1.0).abs() > TIME_TOLERANCE))
         .map(|r| {
             let tasks: Vec<&table::ResultTask> = match r.label.strip_suffix(" sys (ms)") {
                 None => sim.tasks.iter().collect(),
-                Some(name) => {
-                    // a scenario task's row sums its processes; a process row is its own
-                    let owner = scenario.tasks.iter().position(|s| s.name == name);
-                    sim.tasks
+                Some(name) => match scenario.tasks.iter().position(|s| s.name == name) {
+                    Some(index) => owned[index].clone(),
+                    None => sim
+                        .tasks
                         .iter()
-                        .filter(|t| {
-                            let task = table::task_name(t);
-                            task == name || (owner.is_some() && owners.of(task) == owner)
-                        })
-                        .collect()
-                }
+                        .filter(|t| table::task_name(t) == name)
+                        .collect(),
+                },
             };
             format!(
                 "{} {:.2} ({})",
@@ -534,7 +532,7 @@ fn largest_parts(tasks: &[&table::ResultTask]) -> String {
     let of = |kind: TimeKind| -> u64 {
         tasks
             .iter()
-            .filter_map(|t| t.get("time_breakdown_ns")?.get(kind.name())?.as_u64())
+            .map(|t| crate::explain_time::breakdown_ns(t, kind))
             .sum()
     };
     let mut parts: Vec<(TimeKind, u64)> = TimeKind::ALL
