@@ -25,8 +25,9 @@ median the tables show beside their spread. The seed draws what the live kernel 
 and a run cannot observe, chiefly the phase of the memcg statistics flusher (every 2 s) against
 the run, which decides what reclaim and refault detection read of a small cgroup's lists.
 With --paired the simulated side is instead one run per live run, with that run's flusher phase
-(kernel-run's `memcg_stats_flush_first_us`, from the memcg_flush_stats tracepoint): `foliosim
-validate --sim-only --set memcg_stats_flush_first_us=...`, written to DIR/<scenario>-<variant>-
+(kernel-run's `memcg_stats_flush_first_us`, from the memcg_flush_stats tracepoint) and its
+program's speed (`native_user_ns`, native runs timed after it): `foliosim validate --sim-only
+--set memcg_stats_flush_first_us=... --set <task>/native_user_ns=...`, written to DIR/<scenario>-<variant>-
 <i>-sim.json (kept, and reused by --tables-only --paired: delete them after an engine change).
 """
 
@@ -115,6 +116,9 @@ def paired_sims(foliosim, path, variant, stems):
         if not os.path.exists(out):
             command = [foliosim, "validate", "--sim-only", path, "--json", out]
             command += ["--set", f"memcg_stats_flush_first_us={first_us}"]
+            # and at the speed of the native runs beside it (live/native.rs)
+            for task, ns in live.get("live", {}).get("native_user_ns", {}).items():
+                command += ["--set", f"{task}/native_user_ns={ns}"]
             if variant:
                 command += ["--variant", variant]
             done = subprocess.run(command, stdout=subprocess.DEVNULL)

@@ -42,8 +42,8 @@ pub fn render(runs: &[RunResult], hw: &HwProfile) -> String {
                 if spent == 0 {
                     continue;
                 }
-                // waiting for a CPU is not part of user + sys
-                let share = if kind == TimeKind::CpuWait || run_ns == 0 {
+                // waiting for a CPU or a device is not part of user + sys
+                let share = if kind.is_wait() || run_ns == 0 {
                     "-".to_string()
                 } else {
                     format!("{:.1} %", spent as f64 * 100.0 / run_ns as f64)

@@ -3,6 +3,7 @@
 //! document with the profile `live-<kernel release>` and a `live` field of notes per run.
 
 use foliosim::scenario::parse;
+use foliosim::workload::trace_replay::recorded_native_user_ns;
 use foliosim::{RunResult, RunSpec, Scenario};
 
 use crate::args::LiveArgs;
@@ -195,6 +196,33 @@ pub fn notes(scenario: &Scenario, host: &live::Host, runs: &[LiveRun]) -> String
              detection read the statistics as last flushed, and `--set \
              memcg_stats_flush_first_us={first_us}` simulates this phase\n"
         ));
+    }
+    for run in runs {
+        let label = table::run_label(&run.result);
+        for task in &scenario.tasks {
+            let Some(ns) = run.info["native_user_ns"][&task.name].as_u64() else {
+                continue;
+            };
+            let each: Vec<String> = run.info["native_user_ns_runs"][&task.name]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(serde_json::Value::as_u64)
+                .map(|ns| format!("{:.0}", ns as f64 / 1e6))
+                .collect();
+            let recorded = recorded_native_user_ns(task).unwrap_or(0);
+            text.push_str(&format!(
+                "live: {label}: {}'s command run natively after it (no memory limit, the \
+                 variant's knobs): {:.0} ms of user time, the median of {} ms; its trace was \
+                 recorded at {:.0} ms, and `--set {}/native_user_ns={ns}` simulates at this \
+                 speed\n",
+                task.name,
+                ns as f64 / 1e6,
+                each.join(", "),
+                recorded as f64 / 1e6,
+                task.name,
+            ));
+        }
     }
     let mut swap_lines: Vec<String> = Vec::new();
     for run in runs {

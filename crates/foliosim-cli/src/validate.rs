@@ -7,6 +7,7 @@ use std::collections::BTreeSet;
 
 use foliosim::scenario::types::PAGE_SIZE;
 use foliosim::scenario::SwapKind;
+use foliosim::workload::trace_replay::recorded_native_user_ns;
 use foliosim::{RunResult, RunSpec, Scenario};
 use serde_json::Value;
 
@@ -537,7 +538,7 @@ fn largest_parts(tasks: &[&table::ResultTask]) -> String {
     };
     let mut parts: Vec<(TimeKind, u64)> = TimeKind::ALL
         .into_iter()
-        .filter(|k| *k != TimeKind::CpuWait)
+        .filter(|k| !k.is_wait())
         .map(|k| (k, of(k)))
         .filter(|(_, ns)| *ns > 0)
         .collect();
@@ -586,10 +587,38 @@ fn paired_specs(specs: &[RunSpec], repetitions: &[Vec<LiveRun>]) -> (Vec<RunSpec
                 Some(us) => spec.knobs.memcg_stats_flush_first_us = Some(us),
                 None => unrecorded.push(table::run_label(&live.result)),
             }
+            retime_native(&mut spec, &[live]);
             paired.push(spec);
         }
     }
     (paired, unrecorded)
+}
+
+/// Replays each trace task of `spec` timed natively beside `lives` (live/native.rs) at the
+/// median of those native user times.
+fn retime_native(spec: &mut RunSpec, lives: &[&LiveRun]) {
+    let names: Vec<String> = spec.scenario.tasks.iter().map(|t| t.name.clone()).collect();
+    for name in names {
+        let mut user_ns: Vec<u64> = lives
+            .iter()
+            .filter_map(|live| live.info["native_user_ns"][&name].as_u64())
+            .collect();
+        if user_ns.is_empty() {
+            continue;
+        }
+        user_ns.sort_unstable();
+        spec.retime_native(&name, user_ns[user_ns.len() / 2])
+            .expect("a live run times natively only the tasks replaying a native-timed trace");
+    }
+}
+
+/// Whether a task of the scenario replays a trace at its program's native speed and runs its
+/// command live: its live runs time that command natively, and the simulation takes their time.
+fn retimed_live(scenario: &Scenario) -> bool {
+    scenario
+        .tasks
+        .iter()
+        .any(|t| t.command.is_some() && recorded_native_user_ns(t).is_some())
 }
 
 /// What `--paired` simulated, under the table.
@@ -757,8 +786,10 @@ pub fn validate(validate_args: &ValidateArgs) -> Result<(), Failure> {
         return Ok(());
     }
     // a run plays its seed's flusher phase unless paired, when it plays a live run's; unpaired,
-    // the simulation comes first, so that a scenario the engine refuses touches nothing live
-    let seeded_runs = match validate_args.paired {
+    // the simulation comes first, so that a scenario the engine refuses touches nothing live,
+    // unless it replays a program at the native speed measured beside the live runs
+    let retimed = retimed_live(&sim_scenario);
+    let seeded_runs = match validate_args.paired || retimed {
         false => Some(run_all(&sim_scenario, &sim_specs)?),
         true => None,
     };
@@ -777,9 +808,17 @@ pub fn validate(validate_args: &ValidateArgs) -> Result<(), Failure> {
     // paired: repetition-major, as the live runs are
     let (sim_runs, unrecorded) = match seeded_runs {
         Some(runs) => (runs, Vec::new()),
-        None => {
+        None if validate_args.paired => {
             let (specs, unrecorded) = paired_specs(&sim_specs, &repetitions);
             (run_all(&sim_scenario, &specs)?, unrecorded)
+        }
+        None => {
+            let mut specs = sim_specs.clone();
+            for (index, spec) in specs.iter_mut().enumerate() {
+                let lives: Vec<&LiveRun> = repetitions.iter().map(|r| &r[index]).collect();
+                retime_native(spec, &lives);
+            }
+            (run_all(&sim_scenario, &specs)?, Vec::new())
         }
     };
     if let Some(json) = &args.json {
@@ -841,6 +880,12 @@ pub fn validate(validate_args: &ValidateArgs) -> Result<(), Failure> {
     text.push_str(&kernel_run::notes(&scenario, &host, live_runs));
     if validate_args.paired {
         text.push_str(&paired_note(sim_runs.len(), &unrecorded));
+    }
+    if retimed {
+        text.push_str(
+            "retimed: each traced program replays at the user time of its native runs beside \
+             the live ones (their median; the live notes above give each), not at its trace's\n",
+        );
     }
     for line in [&host_memory, &host_cpus].into_iter().flatten() {
         text.push_str(line);
@@ -1173,6 +1218,47 @@ mod tests {
         extra.vmstat.insert("zswpout".into(), 3);
         extra.vmstat.insert("compact_stall".into(), 0);
         assert_eq!(not_modelled(&sim, &[&extra]), vec!["zswpout"]);
+    }
+
+    /// A program replayed at its native speed is simulated at the speed its live runs' native
+    /// runs had: each variant at their median, each paired run at its own live run's.
+    #[test]
+    fn traced_programs_are_simulated_at_the_native_speed_measured_beside_their_live_runs() {
+        use foliosim::trace::{Header, TraceWriter};
+        let dir = tempfile::tempdir().unwrap();
+        let header = Header {
+            page_size_bytes: 4096,
+            native_user_ns: 500,
+            instructions: 1000,
+            ..Default::default()
+        };
+        let file = std::fs::File::create(dir.path().join("app.trace")).unwrap();
+        TraceWriter::new(file, &header).unwrap().finish().unwrap();
+        let toml = dir.path().join("s.toml");
+        std::fs::write(
+            &toml,
+            "name = \"s\"\n[machine]\n[[machine.node]]\nmemory = \"1G\"\ncpus = 1\n[[task]]\n\
+             name = \"app\"\ntrace = \"app.trace\"\nuser_time = \"native\"\n\
+             command = [\"/bin/true\"]\n",
+        )
+        .unwrap();
+        let traced = Scenario::load(&toml).unwrap();
+        assert!(retimed_live(&traced));
+        assert!(!retimed_live(&scenario()), "ops are not retimed");
+        let spec =
+            foliosim::scenario::parse::resolve(&traced, "v6.18", None, &[], 1, false).unwrap();
+        let live = |ns: u64| LiveRun {
+            result: result("live-6.18.1"),
+            info: json!({ "native_user_ns": { "app": ns } }),
+        };
+        let lives = [live(300), live(100), live(200)];
+        let mut median = spec.clone();
+        retime_native(&mut median, &lives.iter().collect::<Vec<_>>());
+        assert_eq!(median.knobs.native_user_ns, [("app".to_string(), 200)]);
+        let repetitions: Vec<Vec<LiveRun>> = lives.into_iter().map(|l| vec![l]).collect();
+        let (paired, _) = paired_specs(&[spec], &repetitions);
+        let each: Vec<u64> = paired.iter().map(|s| s.knobs.native_user_ns[0].1).collect();
+        assert_eq!(each, [300, 100, 200]);
     }
 
     #[test]

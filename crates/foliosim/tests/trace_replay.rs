@@ -178,6 +178,80 @@ fn a_native_user_time_charges_the_programs_own_time_per_instruction() {
     );
 }
 
+/// `<task>/native_user_ns` (what kernel-run times natively beside a live run) replays a
+/// native-timed trace at that speed instead of the header's; other tasks refuse it.
+#[test]
+fn a_native_user_time_given_for_the_run_replaces_the_traces() {
+    let dir = Dir::new("native-user-time-set");
+    let mut busy = access(0, 0, true);
+    if let Entry::Access(a) = &mut busy {
+        a.instructions = 1_000_000;
+    }
+    let measured = Header {
+        native_user_ns: 500_000,
+        instructions: 1_000_000,
+        ..header()
+    };
+    write_trace_with(&dir.path("app.trace"), &measured, &[mmap(16), busy]);
+    let scenario_with = |user_time: &str| {
+        let toml = dir.write(
+            &format!("{user_time}.toml"),
+            &format!(
+                "{MACHINE}[[task]]\nname = \"app\"\ncgroup = \"cg\"\ntrace = \"app.trace\"\n\
+                 user_time = \"{user_time}\"\n"
+            ),
+        );
+        Scenario::load(&toml).unwrap()
+    };
+    let native = scenario_with("native");
+    let run_with = |sets: &[(String, String)]| {
+        let spec = foliosim::scenario::parse::resolve(&native, "v6.18", None, sets, 1, false)?;
+        Ok::<_, foliosim::scenario::InputError>(foliosim::run(&spec, &mut |_| {}).unwrap())
+    };
+    let set = |path: &str, value: &str| vec![(path.to_string(), value.to_string())];
+    let user = |r: &foliosim::RunResult| r.tasks[0]["user_ns"].as_u64().unwrap();
+    let recorded = run_with(&[]).unwrap();
+    // 0.2 ms over the same million instructions: 200 ps each, 300 µs less user time
+    let faster = run_with(&set("app/native_user_ns", "200000")).unwrap();
+    assert_eq!(user(&recorded) - user(&faster), 300_000);
+    assert_eq!(recorded.sim_time_ns - faster.sim_time_ns, 300_000);
+    // as validate gives it a resolved run
+    let mut spec =
+        foliosim::scenario::parse::resolve(&native, "v6.18", None, &[], 1, false).unwrap();
+    spec.retime_native("app", 200_000).unwrap();
+    assert_eq!(spec.knobs.native_user_ns, [("app".to_string(), 200_000)]);
+    assert_eq!(
+        user(&foliosim::run(&spec, &mut |_| {}).unwrap()),
+        user(&faster)
+    );
+    // a task of another name, no time, or a trace replayed at the profile's speed: refused
+    let e = run_with(&set("other/native_user_ns", "200000")).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "--set: other/native_user_ns: expected the name of a [[task]] (app), found \"other\""
+    );
+    let e = run_with(&set("app/native_user_ns", "0")).unwrap_err();
+    assert!(
+        e.to_string()
+            .contains("expected a user time in ns, at least 1"),
+        "{e}"
+    );
+    let profile = scenario_with("profile");
+    let e = foliosim::scenario::parse::resolve(
+        &profile,
+        "v6.18",
+        None,
+        &set("app/native_user_ns", "1"),
+        1,
+        false,
+    )
+    .unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "--set: app/native_user_ns: expected a task replaying a trace with user_time = \"native\""
+    );
+}
+
 #[test]
 fn fork_in_a_trace_copies_on_write() {
     let dir = Dir::new("fork");

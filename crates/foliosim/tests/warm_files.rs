@@ -6,6 +6,7 @@
 mod common;
 use common::{run, write_trace, Dir, MACHINE};
 use foliosim::trace::{Access, Entry, Event};
+use foliosim::workload::warm_files::{WarmFiles, SYSTEM_DIRS};
 use foliosim::{RunResult, Scenario};
 use std::path::PathBuf;
 
@@ -132,6 +133,44 @@ fn a_warm_library_is_hit_without_a_charge_a_major_fault_or_a_read_and_memcg_recl
         cg(&cold, "pswpout"),
         cg(&warm, "pswpout")
     );
+}
+
+/// The live harness warms what the simulator caches at spawn and drops the rest of what the
+/// trace names from the page cache: `classify` splits the files the same way `select` picks.
+#[test]
+fn every_file_the_trace_names_is_either_warm_or_cold() {
+    let dir = Dir::new("classify");
+    write_trace(&dir.0.join("app.trace"), &program());
+    let system = WarmFiles {
+        dirs: SYSTEM_DIRS.iter().map(|d| d.to_string()).collect(),
+    };
+    let named: Vec<(String, bool)> = system
+        .classify(&dir.0.join("app.trace"))
+        .unwrap()
+        .into_iter()
+        .map(|(f, warm)| (f.path, warm))
+        .collect();
+    assert_eq!(
+        named,
+        [
+            ("/usr/lib/x86_64-linux-gnu/libwarm.so".to_string(), true),
+            ("/data/input.bin".to_string(), false),
+            // under /etc, but written: it starts on disk
+            ("/etc/written.conf".to_string(), false),
+        ]
+    );
+    let warm: Vec<String> = system
+        .select(&dir.0.join("app.trace"))
+        .unwrap()
+        .into_iter()
+        .map(|f| f.path)
+        .collect();
+    assert_eq!(warm, ["/usr/lib/x86_64-linux-gnu/libwarm.so"]);
+    // with no rule every named file is cold
+    let none = WarmFiles::default()
+        .classify(&dir.0.join("app.trace"))
+        .unwrap();
+    assert!(none.iter().all(|(_, warm)| !warm) && none.len() == 3);
 }
 
 #[test]

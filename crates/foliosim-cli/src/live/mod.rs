@@ -15,13 +15,15 @@
 //! One run, in order: `preflight` (checks before any change, once for all runs), `setup` (on a VM,
 //! free page reporting held off and the run's memory touched once, see `page_reporting`; knobs,
 //! swap, cgroups), `stats_flush` (recording when the memcg statistics flusher runs), `warm` (the
-//! page cache a trace task's `warm_files` starts with), `play` (the programs), `figures` (what is
-//! read back); `session` undoes.
+//! page cache a trace task's `warm_files` starts with, the other files it names dropped), `play`
+//! (the programs), `figures` (what is read back), `native` (a traced program's native speed, timed
+//! after its live run); `session` undoes.
 
 pub mod bench;
 pub mod cgroup;
 mod figures;
 pub mod knobs;
+mod native;
 pub(crate) mod page_reporting;
 mod play;
 mod preflight;
@@ -172,6 +174,7 @@ fn run_in(
     let setup = set_up(host, spec, serial, session)?;
     let flush_recorder = stats_flush::start(session, serial);
     check_signal()?;
+    let dropped = warm::drop_cold_files(spec)?;
     let warmed = warm::warm_page_cache(spec)?;
     check_signal()?;
     let zram_before: Vec<Counters> = setup.devices.iter().map(|(_, z)| z.mm_stat()).collect();
@@ -275,9 +278,14 @@ fn run_in(
     if let Some(warmed) = warmed {
         info["warm_files"] = warmed;
     }
+    if let Some(dropped) = dropped {
+        info["cold_files_dropped"] = dropped;
+    }
     if !setup.tmpfs_info.is_empty() {
         info["tmpfs"] = json!(setup.tmpfs_info);
     }
+    // after every figure is read: the native runs are not the run's
+    native::time_native_runs(spec, &mut info)?;
     Ok(LiveRun {
         result: RunResult {
             profile: host.profile(),

@@ -7,6 +7,13 @@
 //! tasks then hit these pages and charge nothing to their cgroup. A file the trace names that
 //! is not on this machine (valgrind's preload library when valgrind is gone) is skipped and
 //! named in the result's notes.
+//!
+//! Every other file the trace names starts on disk only in the simulator, so before warming,
+//! the harness drops those that exist here from the page cache (written back, then
+//! POSIX_FADV_DONTNEED, which leaves mapped and dirty pages alone): an earlier run, or the native
+//! runs after it (live/native.rs), read the program's input into the cache, charged to another
+//! cgroup, and a run finding it there would never charge or reclaim it. A relative path is the
+//! program's, resolved from its command's `cwd`.
 
 use std::io::Read;
 
@@ -54,6 +61,47 @@ pub(super) fn warm_page_cache(spec: &RunSpec) -> Result<Option<Value>, LiveError
     })))
 }
 
+/// Drops from the page cache the files the run's trace tasks name that do not start warm;
+/// returns the notes for the result (the files dropped).
+pub(super) fn drop_cold_files(spec: &RunSpec) -> Result<Option<Value>, LiveError> {
+    let mut dropped = Vec::new();
+    for task in &spec.scenario.tasks {
+        let Some((trace, rule)) = warm_files::of_task(task) else {
+            continue;
+        };
+        let files = rule
+            .classify(trace)
+            .map_err(|e| LiveError::Failed(format!("task {}: {e}", task.name)))?;
+        let cwd = task.command.as_ref().and_then(|c| c.cwd.as_deref());
+        for (file, _) in files.into_iter().filter(|(_, warm)| !warm) {
+            let path = match cwd {
+                Some(dir) => std::path::Path::new(dir).join(&file.path),
+                None => std::path::PathBuf::from(&file.path),
+            };
+            if drop_cached(&path) {
+                dropped.push(path.display().to_string());
+            }
+        }
+    }
+    Ok((!dropped.is_empty()).then(|| json!(dropped)))
+}
+
+/// Writes back and drops the cached pages of the regular file at `path`; false if there is
+/// none (a file the program creates, or one of another machine's).
+fn drop_cached(path: &std::path::Path) -> bool {
+    use std::os::fd::AsRawFd;
+    let Ok(file) = std::fs::File::open(path) else {
+        return false;
+    };
+    if !file.metadata().is_ok_and(|m| m.is_file()) {
+        return false;
+    }
+    // dirty pages are not dropped: write them first
+    let _ = file.sync_all();
+    // SAFETY: a plain advice call on a file descriptor this function owns.
+    unsafe { libc::posix_fadvise(file.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) == 0 }
+}
+
 /// Reads the regular file at `path` to its end twice; its size, or None if it cannot be read.
 fn read_twice(path: &str) -> Option<u64> {
     let mut buffer = vec![0u8; 128 * 1024];
@@ -84,7 +132,7 @@ mod tests {
     use foliosim::Scenario;
 
     #[test]
-    fn the_harness_reads_the_selected_files_and_names_those_missing_here() {
+    fn the_harness_reads_the_selected_files_drops_the_others_and_names_those_missing_here() {
         let dir = std::env::temp_dir().join(format!("foliosim-live-warm-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let header = Header {
@@ -117,12 +165,22 @@ mod tests {
         std::fs::write(
             &toml,
             "name = \"s\"\n[machine]\n[[machine.node]]\nmemory = \"1G\"\ncpus = 1\n\
-             [[task]]\nname = \"p\"\ntrace = \"t.trace\"\nwarm_files = \"system\"\n",
+             [[task]]\nname = \"p\"\ntrace = \"t.trace\"\nwarm_files = \"system\"\n\
+             command = [\"/bin/true\"]\ncwd = \".\"\n",
         )
         .unwrap();
+        std::fs::create_dir_all(dir.join("inputs")).unwrap();
+        std::fs::write(dir.join("inputs/own.txt"), "input").unwrap();
         let scenario = Scenario::load(&toml).unwrap();
         let spec = resolve(&scenario, "v6.18", None, &[], 1, true).unwrap();
         let notes = warm_page_cache(&spec).unwrap().expect("files to warm");
+        // the program's own input, found from its command's cwd, starts uncached like the
+        // replay's; the warm and the missing files are not dropped
+        let dropped = drop_cold_files(&spec).unwrap().expect("a file to drop");
+        assert_eq!(
+            dropped,
+            json!([dir.join("./inputs/own.txt").display().to_string()])
+        );
         let _ = std::fs::remove_dir_all(&dir);
         assert_eq!(notes["files"], json!(["/etc/passwd"]));
         assert_eq!(

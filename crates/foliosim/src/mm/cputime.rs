@@ -88,10 +88,19 @@ time_kinds! {
     /// Migrating folios between nodes (allocation, unmap, copy, remap).
     Migration = "migration" ["page_alloc_ns", "rmap_walk_ns", "pte_update_ns", "copy_page_ns", "dram_bandwidth_bytes_per_s", "cxl_bandwidth_bytes_per_s"],
     /// Waiting inside an operation for a device: swap reads and full queues, file reads,
-    /// writeback waits (the device's service time and its queue).
+    /// writeback waits (the device's service time and its queue). Asleep, so not part of
+    /// user + sys either.
     IoWait = "io_wait" ["ssd_read_latency_ns", "ssd_write_latency_ns", "ssd_bandwidth_bytes_per_s", "hdd_seek_ns", "hdd_bandwidth_bytes_per_s", "ssd_discard_ns"],
     /// Runnable, but the CPU was busy with another task (not part of user + sys).
     CpuWait = "cpu_wait" [],
+}
+
+impl TimeKind {
+    /// Time the task is not on a CPU (runnable behind another task, or asleep on a device):
+    /// not part of its user + sys time.
+    pub fn is_wait(self) -> bool {
+        matches!(self, TimeKind::CpuWait | TimeKind::IoWait)
+    }
 }
 
 /// A task's time by `TimeKind`, in ns.
@@ -113,14 +122,6 @@ impl TimeBreakdown {
     /// Every kind with its time, in the order of `TimeKind::ALL`.
     pub fn iter(&self) -> impl Iterator<Item = (TimeKind, u64)> + '_ {
         TimeKind::ALL.iter().map(|&k| (k, self.ns[k as usize]))
-    }
-
-    /// The time on the CPU, every kind but `CpuWait`: the task's user + sys time.
-    pub fn run_ns(&self) -> u64 {
-        self.iter()
-            .filter(|(k, _)| *k != TimeKind::CpuWait)
-            .map(|(_, ns)| ns)
-            .sum()
     }
 }
 

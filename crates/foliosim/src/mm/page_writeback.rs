@@ -591,11 +591,12 @@ impl Kernel {
         let f = self.wb.flusher;
         self.clock_ns = self.clock_ns.max(self.wb.idle_since_ns);
         self.current = f;
-        let start = self.clock_ns;
+        let (start, off_sys) = (self.clock_ns, self.tasks[f as usize].off_sys_ns());
         self.wb.start_all = false;
         let nr = self.stat.get(Vm::NrDirty);
         self.wb_writeback(nr, WbReason::StartAll);
-        self.tasks[f as usize].sys_ns += self.clock_ns - start;
+        let flusher = &mut self.tasks[f as usize];
+        flusher.sys_ns += (self.clock_ns - start) - (flusher.off_sys_ns() - off_sys);
         self.wb.idle_since_ns = self.clock_ns;
         self.clock_ns = saved_clock;
         self.current = saved_current;

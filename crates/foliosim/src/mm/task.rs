@@ -99,6 +99,13 @@ pub struct Task {
 }
 
 impl Task {
+    /// Its user time and its time asleep on a device so far: a stretch of its clock less what
+    /// these grew by is its system time (a task waiting for I/O uses no CPU, and wait4's
+    /// ru_stime, which the live side reports, does not count it).
+    pub fn off_sys_ns(&self) -> u64 {
+        self.user_ns + self.time.get(super::TimeKind::IoWait)
+    }
+
     pub fn new(id: u32, name: String, kind: TaskKind, memcg: u16, node: u32) -> Task {
         Task {
             id,
@@ -274,9 +281,10 @@ impl Kernel {
             let itlb_ns = self.itlb_refill();
             self.spend(super::TimeKind::TlbMiss, itlb_ns);
             self.tasks[t as usize].user_ns += itlb_ns;
-            let before = self.clock_ns;
+            let (before, off_sys) = (self.clock_ns, self.tasks[t as usize].off_sys_ns());
             self.task_tick_numa(t);
-            self.tasks[t as usize].sys_ns += self.clock_ns - before;
+            let task = &mut self.tasks[t as usize];
+            task.sys_ns += (self.clock_ns - before) - (task.off_sys_ns() - off_sys);
         }
     }
 

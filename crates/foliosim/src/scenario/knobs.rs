@@ -201,6 +201,12 @@ pub struct Knobs {
     /// kernel-run` reports the live run's (`memcg_stats_flushes_us`), so a simulation can be
     /// given the live run's.
     pub memcg_stats_flush_first_us: Option<u64>,
+    /// `<task>/native_user_ns` (a property of the run, default: the trace's header): the user
+    /// time of a native run of the program a task replays with `user_time = "native"`, in ns.
+    /// The host's speed drifts by tens of percent over hours, so `foliosim kernel-run` times
+    /// the task's command natively beside each live run (`native_user_ns` in its notes), and a
+    /// simulation given that time replays the program at the speed the live run had.
+    pub native_user_ns: Vec<(String, u64)>,
 }
 
 /// The zswap compressors the model has costs and compressed sizes for (those of the zram
@@ -300,6 +306,7 @@ impl Default for Knobs {
             dirty_expire_centisecs: 3000,
             dirty_writeback_centisecs: 500,
             memory_max: Vec::new(),
+            native_user_ns: Vec::new(),
             zswap_enabled: false,
             zswap_compressor: ZswapCompressor::Lzo,
             zswap_max_pool_percent: 20,
@@ -541,6 +548,19 @@ pub fn memory_max_cgroup(path: &str) -> Option<Option<&str>> {
     Some(Some(cgroup))
 }
 
+/// The knob (`<task>/native_user_ns`) and generator parameter (workload/trace_replay.rs) that
+/// re-time a trace replay with a native run's user time.
+pub const NATIVE_USER_NS: &str = "native_user_ns";
+pub const NOT_NATIVE_TIMED: &str = "expected a task replaying a trace with user_time = \"native\"";
+
+/// The task of a `<task>/native_user_ns` path.
+pub fn native_user_ns_task(path: &str) -> Option<&str> {
+    let task = path.strip_suffix("/native_user_ns")?;
+    (!task.is_empty() && !task.contains('/')).then_some(task)
+}
+
+const NATIVE_USER_NS_VALUES: &str = "a user time in ns, at least 1";
+
 /// Every kernel path `Knobs::set` accepts (memory.max forms excluded), in table order.
 pub fn knob_paths() -> Vec<String> {
     let mut paths: Vec<String> = SCALAR_KNOBS.iter().map(|k| k.path.to_string()).collect();
@@ -576,6 +596,13 @@ pub fn knob_table() -> Vec<(String, String)> {
     table.push((
         "<cgroup>/memory.max".into(),
         format!("{MEMORY_MAX_VALUES}; sets one cgroup (default: the scenario's)"),
+    ));
+    table.push((
+        "<task>/native_user_ns".into(),
+        format!(
+            "{NATIVE_USER_NS_VALUES}; the native user time of a task replaying a trace with \
+             user_time = \"native\" (default: the trace's)"
+        ),
     ));
     table
 }
@@ -685,6 +712,17 @@ impl Knobs {
                 Some(name) => self.memory_max.retain(|(c, _)| c.as_deref() != Some(name)),
             }
             self.memory_max.push((cgroup.map(str::to_string), limit));
+            return Ok(());
+        }
+        if let Some(task) = native_user_ns_task(path) {
+            let ns = value
+                .trim()
+                .parse::<u64>()
+                .ok()
+                .filter(|ns| *ns > 0)
+                .ok_or_else(|| format!("expected {NATIVE_USER_NS_VALUES}, found {value:?}"))?;
+            self.native_user_ns.retain(|(t, _)| t != task);
+            self.native_user_ns.push((task.to_string(), ns));
             return Ok(());
         }
         let Some(info) = SCALAR_KNOBS.iter().find(|k| k.path == path) else {
@@ -942,7 +980,7 @@ fn unknown_knob_message(path: &str) -> String {
     }
     format!(
         "unknown knob; expected a kernel path from `foliosim list` (e.g. {THP_DIR}/enabled) \
-         or [<cgroup>/]memory.max"
+         or [<cgroup>/]memory.max, or <task>/native_user_ns"
     )
 }
 
@@ -1065,6 +1103,31 @@ mod tests {
                 .as_deref(),
             Some("inherit")
         );
+    }
+
+    #[test]
+    fn a_native_user_time_is_a_positive_count_of_ns_per_task_the_last_one_kept() {
+        let mut k = Knobs::default();
+        k.set("app/native_user_ns", "500000").unwrap();
+        k.set("db/native_user_ns", " 7 ").unwrap();
+        k.set("app/native_user_ns", "400000").unwrap();
+        assert_eq!(
+            k.native_user_ns,
+            vec![("db".to_string(), 7), ("app".to_string(), 400_000)]
+        );
+        for bad in ["0", "-1", "1.5", "fast"] {
+            assert_eq!(
+                k.set("app/native_user_ns", bad),
+                Err(format!(
+                    "expected a user time in ns, at least 1, found {bad:?}"
+                ))
+            );
+        }
+        assert!(k.set("a/b/native_user_ns", "1").is_err());
+        assert!(k.set("/native_user_ns", "1").is_err());
+        assert!(knob_table()
+            .iter()
+            .any(|(p, _)| p == "<task>/native_user_ns"));
     }
 
     #[test]

@@ -7,7 +7,7 @@ use toml::{Table, Value};
 
 use super::footprint::{check_fits, host_available_bytes};
 use super::generators::apply_generator_args;
-use super::knobs::{self, Knobs};
+use super::knobs::{self, Knobs, NATIVE_USER_NS, NOT_NATIVE_TIMED};
 use super::machine::{cgroup_names, check_limit_fits};
 use super::profile::Profile;
 use super::walker::{describe, join, unique, Cx, Node, Res};
@@ -120,6 +120,40 @@ pub(super) fn parse_variants(top: &Node, limits: &Limits) -> Res<Vec<Variant>> {
     Ok(variants)
 }
 
+/// Replays the trace of task `name` at the speed of a native run of `user_ns` of user time.
+fn retime_native(scenario: &mut Scenario, name: &str, user_ns: u64) -> Result<(), String> {
+    let names = || {
+        let names: Vec<&str> = scenario.tasks.iter().map(|t| t.name.as_str()).collect();
+        names.join(", ")
+    };
+    let expected = format!(
+        "expected the name of a [[task]] ({}), found {name:?}",
+        names()
+    );
+    let task = scenario
+        .tasks
+        .iter_mut()
+        .find(|t| t.name == name)
+        .ok_or(expected)?;
+    let super::Program::Generator(params) = &mut task.program else {
+        return Err(NOT_NATIVE_TIMED.to_string());
+    };
+    match params.apply_arg(NATIVE_USER_NS, &Value::Integer(user_ns as i64))? {
+        true => Ok(()),
+        false => Err(NOT_NATIVE_TIMED.to_string()),
+    }
+}
+
+impl RunSpec {
+    /// `<task>/native_user_ns`: replays the trace of task `name` at the speed of a native run of
+    /// `user_ns` of user time (what a live run measured beside it).
+    pub fn retime_native(&mut self, name: &str, user_ns: u64) -> Result<(), String> {
+        retime_native(&mut self.scenario, name, user_ns)?;
+        self.knobs
+            .set(&format!("{name}/{NATIVE_USER_NS}"), &user_ns.to_string())
+    }
+}
+
 /// Builds the spec of one run: the kernel defaults, then the scenario's knobs, then the variant's,
 /// then the `--set` overrides, in that order. A `memory.max` override is also written into the
 /// spec's copy of the cgroups, so either place reads the same limit.
@@ -196,6 +230,16 @@ pub fn resolve(
                 arg_err(&scenario.file, &format!("variant.{}.args.{k}", v.name), m)
             })?;
         }
+    }
+    // a native user time re-times the trace replay of the task it names
+    for (name, ns) in &knobs.native_user_ns {
+        retime_native(&mut scenario, name, *ns).map_err(|m| {
+            let path = format!("{name}/{NATIVE_USER_NS}");
+            match sets.iter().any(|(p, _)| *p == path) {
+                true => arg_err("--set", &path, m),
+                false => arg_err(&scenario.file, &join("knobs", &path), m),
+            }
+        })?;
     }
     for (cgroup, limit) in &knobs.memory_max {
         for cg in scenario.cgroups.iter_mut() {

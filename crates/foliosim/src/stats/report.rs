@@ -223,7 +223,7 @@ pub fn build(k: &Kernel, w: &Workload, series: Series) -> RunResult {
         m.insert("sys_ns".into(), json!(t.sys_ns));
         m.insert("direct_reclaim_ns".into(), json!(t.direct_reclaim_ns));
         m.insert("direct_reclaim_pages".into(), json!(t.direct_reclaim_pages));
-        // where the task's time went (mm/cputime.rs): all but cpu_wait add up to user + sys
+        // where the task's time went (mm/cputime.rs): all but the waits (cpu_wait, io_wait) add up to user + sys
         let breakdown: Map<String, serde_json::Value> = t
             .time
             .iter()

@@ -67,7 +67,8 @@ use crate::scenario::generators::{
 };
 use crate::scenario::types::{content, ReadRequest, WriteRequest, PAGE_SIZE};
 use crate::scenario::walker::{Node, Res};
-use crate::scenario::{Advice, InputError, MachineSpec, TaskSpec};
+use crate::scenario::knobs::{NATIVE_USER_NS, NOT_NATIVE_TIMED};
+use crate::scenario::{Advice, InputError, MachineSpec, Program, TaskSpec};
 use crate::trace::{Entry, Event, Header, ThreadId, TraceError, TraceReader};
 use serde_json::{json, Map, Value};
 use std::collections::VecDeque;
@@ -138,10 +139,10 @@ impl GeneratorDef for TraceReplayGenerator {
         let instruction_ps = match task.str_opt("user_time")? {
             None | Some("profile") => None,
             // a program too short to time has a native user time of 0: that is what it took
-            Some("native") if header.instructions > 0 => Some(
-                (u128::from(header.native_user_ns) * 1000 / u128::from(header.instructions))
-                    .max(1) as u64,
-            ),
+            Some("native") if header.instructions > 0 => Some(native_instruction_ps(
+                header.native_user_ns,
+                header.instructions,
+            )),
             Some("native") => {
                 return Err(task.err(
                     "user_time",
@@ -167,6 +168,25 @@ impl GeneratorDef for TraceReplayGenerator {
             large_folios,
             instruction_ps,
         }))
+    }
+}
+
+/// The user time of an instruction of a program whose native run took `user_ns` over
+/// `instructions` (at least 1), in ps.
+fn native_instruction_ps(user_ns: u64, instructions: u64) -> u64 {
+    (u128::from(user_ns) * 1000 / u128::from(instructions.max(1))).max(1) as u64
+}
+
+/// The native user time in the trace's header, in ns, of a task replaying a trace at its
+/// program's native speed (`user_time = "native"`): a task that a live run times natively and
+/// `<task>/native_user_ns` re-times. None for any other task.
+pub fn recorded_native_user_ns(task: &TaskSpec) -> Option<u64> {
+    match &task.program {
+        Program::Generator(p) if p.generator() == TRACE_REPLAY_GENERATOR => {
+            let replay = params_of::<TraceReplay>(p.as_ref());
+            replay.instruction_ps.map(|_| replay.header.native_user_ns)
+        }
+        _ => None,
     }
 }
 
@@ -236,8 +256,21 @@ impl GeneratorParams for TraceReplay {
     fn generator(&self) -> &'static str {
         TRACE_REPLAY_GENERATOR
     }
-    fn apply_arg(&mut self, _key: &str, _v: &toml::Value) -> Result<bool, String> {
-        Ok(false)
+    /// `native_user_ns` (from a `<task>/native_user_ns` knob): a native run's user time, timed
+    /// since the recording, replaces the header's.
+    fn apply_arg(&mut self, key: &str, v: &toml::Value) -> Result<bool, String> {
+        if key != NATIVE_USER_NS {
+            return Ok(false);
+        }
+        let ns = v
+            .as_integer()
+            .filter(|ns| *ns > 0)
+            .ok_or_else(|| format!("expected a user time in ns, at least 1, found {v}"))?;
+        if self.instruction_ps.is_none() {
+            return Err(NOT_NATIVE_TIMED.to_string());
+        }
+        self.instruction_ps = Some(native_instruction_ps(ns as u64, self.header.instructions));
+        Ok(true)
     }
     /// What a trace maps is known only as it is read (the header does not say), so the
     /// host-memory estimate leaves it out; the page tables of a replay grow with its mmaps.
@@ -569,14 +602,14 @@ impl Workload {
         let mut r = self.replays[rt.replay as usize]
             .take()
             .expect("one thread of a replay runs at a time");
-        let (clock_before, user_before) = (k.clock_ns, k.tasks[t as usize].user_ns);
+        let (clock_before, off_sys_before) = (k.clock_ns, k.tasks[t as usize].off_sys_ns());
         let outcome = r.run(self, k, t, rt.thread, quantum_end_ns);
         let th = &r.threads[rt.thread as usize];
         self.tasks[t as usize].report = Report::Trace(Box::new(th.counters.clone()));
         let (scenario_file, key) = (r.scenario_file.clone(), r.key.clone());
         self.replays[rt.replay as usize] = Some(r);
         let task = &mut k.tasks[t as usize];
-        task.sys_ns += (k.clock_ns - clock_before) - (task.user_ns - user_before);
+        task.sys_ns += (k.clock_ns - clock_before) - (task.off_sys_ns() - off_sys_before);
         match outcome {
             Outcome::Yield => {
                 let sleep_ns = std::mem::take(&mut k.tasks[t as usize].sleep_ns);

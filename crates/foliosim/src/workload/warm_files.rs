@@ -93,12 +93,23 @@ impl WarmFiles {
     }
 
     /// The files of the trace at `trace` that start cached: those it names under the
-    /// directories and never writes, in the order it first names them. Reads the trace's events
-    /// once (its access records skipped: about as fast as zstd decompresses).
+    /// directories and never writes, in the order it first names them.
     pub fn select(&self, trace: &Path) -> Result<Vec<WarmFile>, TraceError> {
         if self.is_empty() {
             return Ok(Vec::new());
         }
+        let files = self.classify(trace)?;
+        Ok(files
+            .into_iter()
+            .filter(|(_, warm)| *warm)
+            .map(|(f, _)| f)
+            .collect())
+    }
+
+    /// Every file the trace at `trace` names, in the order it first names them, and whether it
+    /// starts cached (`select`'s); the others start on disk only. Reads the trace's events once
+    /// (its access records skipped: about as fast as zstd decompresses).
+    pub fn classify(&self, trace: &Path) -> Result<Vec<(WarmFile, bool)>, TraceError> {
         const MAP_SHARED: u32 = 0x01;
         const PROT_WRITE: u32 = 0x2;
         let mut reader = TraceReader::open(trace)?;
@@ -142,13 +153,15 @@ impl WarmFiles {
                 _ => {}
             }
         }
-        let mut chosen: Vec<(usize, WarmFile)> = files
+        let mut named: Vec<(usize, (WarmFile, bool))> = files
             .into_iter()
-            .filter(|(path, (_, _, written))| !written && self.covers(path))
-            .map(|(path, (order, size_bytes, _))| (order, WarmFile { path, size_bytes }))
+            .map(|(path, (order, size_bytes, written))| {
+                let warm = !written && self.covers(&path);
+                (order, (WarmFile { path, size_bytes }, warm))
+            })
             .collect();
-        chosen.sort_by_key(|(order, _)| *order);
-        Ok(chosen.into_iter().map(|(_, f)| f).collect())
+        named.sort_by_key(|(order, _)| *order);
+        Ok(named.into_iter().map(|(_, f)| f).collect())
     }
 }
 
