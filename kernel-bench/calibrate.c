@@ -41,6 +41,11 @@
  *                that is not swap), each from a page of its own, the blocks discarded first
  *                (empty slots, as a swap-out finds them): same-filled pages (zram_write_same),
  *                then pages of class "data" (zram_write_data); ps per page
+ *   disk         O_DIRECT requests to the file FILE (4th argument) of at least PAGES 4 KiB blocks,
+ *                on the disk to measure, timed by the wall clock (a request waits for the
+ *                device): 4 KiB reads at pseudo-random blocks (disk_read_4k, ps per request),
+ *                the file in 1 MiB reads (disk_read_1m, ps per request), then the same writes
+ *                (disk_write_4k, disk_write_1m)
  *   mprotect_local / mprotect_remote   mprotect of one resident page to read-only and back,
  *                alone, or while a thread of the same process runs on another CPU (whose TLB
  *                must then be flushed by IPI); ps per mprotect call, and for the remote one
@@ -627,6 +632,70 @@ static void zram_write(uint64_t pages, const char *dev)
 	munmap(buf, pages * PAGE_BYTES);
 }
 
+/* The wall-clock time: a request to a disk waits for the device, which CPU time leaves out. */
+static uint64_t wall_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+/*
+ * A disk's latency and bandwidth as the model charges a request (the latency, then its size over
+ * the bandwidth): O_DIRECT, so that the page cache is not what is timed. Small requests at
+ * pseudo-random blocks (a fixed xorshift sequence) give the latency plus one block's transfer,
+ * 1 MiB requests in order the latency plus 256 blocks'.
+ */
+static void disk(uint64_t pages, const char *file)
+{
+	const uint64_t big_pages = 256;
+	const char *names[2][2] = { { "disk_read_4k", "disk_read_1m" },
+				    { "disk_write_4k", "disk_write_1m" } };
+	uint64_t start, x = 0x9e3779b97f4a7c15ULL, blocks;
+	char *buf;
+	int fd;
+
+	fd = open_device(file, O_RDWR, "disk_read_4k");
+	if (fd < 0)
+		return;
+	blocks = pages - pages % big_pages;
+	buf = map_small(big_pages);
+	for (uint64_t p = 0; p < big_pages; p++)
+		fill_page(buf + p * PAGE_BYTES, DATA_DEFAULT, p);
+	for (int w = 0; w < 2; w++) {
+		/* as many small requests as the big ones cover blocks, a sixteenth of them */
+		uint64_t small = blocks / 16;
+
+		start = wall_ns();
+		for (uint64_t i = 0; i < small; i++) {
+			uint64_t block;
+			ssize_t n;
+
+			x ^= x << 13;
+			x ^= x >> 7;
+			x ^= x << 17;
+			block = x % blocks;
+			n = w ? pwrite(fd, buf, PAGE_BYTES, block * PAGE_BYTES)
+			      : pread(fd, buf, PAGE_BYTES, block * PAGE_BYTES);
+			if (n != PAGE_BYTES)
+				die(w ? "pwrite 4 KiB" : "pread 4 KiB");
+		}
+		result(names[w][0], wall_ns() - start, small);
+		start = wall_ns();
+		for (uint64_t b = 0; b < blocks; b += big_pages) {
+			ssize_t n = w ? pwrite(fd, buf, big_pages * PAGE_BYTES, b * PAGE_BYTES)
+				      : pread(fd, buf, big_pages * PAGE_BYTES, b * PAGE_BYTES);
+
+			if (n != (ssize_t)(big_pages * PAGE_BYTES))
+				die(w ? "pwrite 1 MiB" : "pread 1 MiB");
+		}
+		result(names[w][1], wall_ns() - start, blocks / big_pages);
+	}
+	close(fd);
+	munmap(buf, big_pages * PAGE_BYTES);
+}
+
 /*
  * The splits of thp_split: PMD THPs faulted in (their subpages left zero-filled, or `data`: each
  * subpage's first word written, so that a zero test stops at once), then each split by MADV_COLD
@@ -717,14 +786,6 @@ static void *spin(void *arg)
 		spins++;
 	}
 	return NULL;
-}
-
-static uint64_t wall_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
 }
 
 static void mprotect_bench(const char *name, uint64_t calls, int remote_cpu)
@@ -832,6 +893,8 @@ int main(int argc, char **argv)
 		zram_read(pages, argc > 4 ? argv[4] : NULL);
 	else if (!strcmp(argv[1], "zram_write"))
 		zram_write(pages, argc > 4 ? argv[4] : NULL);
+	else if (!strcmp(argv[1], "disk"))
+		disk(pages, argc > 4 ? argv[4] : NULL);
 	else if (!strcmp(argv[1], "pageout_same_64k"))
 		pageout_mthp(pages, 64, "pageout_same_64k", "swapin_same_64k");
 	else if (!strcmp(argv[1], "thp_split")) {

@@ -260,6 +260,10 @@ pub struct CalibrateArgs {
     /// how long to wait for the load average to fall before refusing (exit 2)
     #[arg(long, value_name = "SECONDS", default_value_t = 600)]
     pub wait_idle: u64,
+    /// a directory on the disk whose latency and bandwidth the profile's ssd_* costs take (a
+    /// 64 MiB file is written there and removed)
+    #[arg(long, value_name = "DIR", default_value = ".")]
+    pub disk_dir: PathBuf,
 }
 
 fn parse_seed(value: &str) -> Result<u64, String> {

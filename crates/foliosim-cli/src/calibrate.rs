@@ -255,6 +255,11 @@ fn derive(
     })
 }
 
+/// Blocks of the disk benchmark's file (64 MiB), and what a 1 MiB request moves beyond a 4 KiB
+/// one (255 blocks): the difference of their times is that transfer.
+const DISK_PAGES: u64 = 16_384;
+const DISK_BIG_EXTRA_BYTES: f64 = 255.0 * 4096.0;
+
 /// Pages per folio of the large-folio swap benchmarks (64 KiB).
 const MTHP_PAGES: f64 = 16.0;
 
@@ -316,6 +321,22 @@ fn print_unmap_scaling(raw: &BTreeMap<String, Vec<u64>>, profile: &HwProfile) {
          {t4k:.0}, 64 KiB folios {t64k:.0}: {per_page:.0} per 4 KiB and {per_folio:.0} per folio, \
          where the model charges {} (pte_update_ns) and {} (page_alloc_ns)",
         profile.costs.pte_update_ns, profile.costs.page_alloc_ns
+    );
+}
+
+/// The disk's read bandwidth (not a profile cost: the model has one bandwidth for both
+/// directions, taken from the writes), from its 1 MiB and 4 KiB reads.
+fn print_disk_reads(raw: &BTreeMap<String, Vec<u64>>) {
+    let (Some(t4k), Some(t1m)) = (
+        median_ns(raw, "disk_read_4k"),
+        median_ns(raw, "disk_read_1m"),
+    ) else {
+        return;
+    };
+    eprintln!(
+        "calibrate: disk reads (medians): {t4k:.0} ns per 4 KiB request, {:.0} MB/s in 1 MiB \
+         requests; the model transfers reads at ssd_bandwidth_bytes_per_s, the writes'",
+        DISK_BIG_EXTRA_BYTES * 1e3 / (t1m - t4k)
     );
 }
 
@@ -390,6 +411,17 @@ fn costs(raw: &BTreeMap<String, Vec<u64>>, base: &HwProfile) -> Vec<Measured> {
             "the same splits of zero-filled THPs (v6.12+ maps each subpage to the shared zero page and frees it) minus those of THPs whose subpages are not zero, per 4 KiB, minus the zero test (the measured zram_same_page_ns, a full-page scan) and the base profile's page_alloc_ns (the free): the zero-page PTE, the mm counter, the memcg uncharge and the LRU removal"),
         flush_ipi(raw),
         flush_ipi_received(raw),
+        // the disk, as the model charges a request: its latency, then its size over the
+        // bandwidth (one figure for both directions, the write one as the base profile takes)
+        derive(raw, "ssd_bandwidth_bytes_per_s", &["disk_write_1m", "disk_write_4k"],
+            |v| DISK_BIG_EXTRA_BYTES * 1e12 / (v[0] - v[1]),
+            "O_DIRECT writes to a 64 MiB file on the disk measured (--disk-dir), in 1 MiB requests in order minus 4 KiB requests at random blocks: 255 blocks' transfer, over the time it took (wall clock); the write direction, as the base profile's is: the model has one bandwidth for reads and writes (calibrate prints the reads' beside it)"),
+        derive(raw, "ssd_write_latency_ns", &["disk_write_4k", "disk_write_1m"],
+            |v| ns(v[0] - 4096.0 * (v[1] - v[0]) / DISK_BIG_EXTRA_BYTES),
+            "O_DIRECT 4 KiB writes at random blocks of a 64 MiB file on the disk measured (--disk-dir), wall clock, minus one block's transfer at the measured bandwidth: the request's time to the device and back"),
+        derive(raw, "ssd_read_latency_ns", &["disk_read_4k", "disk_read_1m"],
+            |v| ns(v[0] - 4096.0 * (v[1] - v[0]) / DISK_BIG_EXTRA_BYTES),
+            "O_DIRECT 4 KiB reads at random blocks of a 64 MiB file on the disk measured (--disk-dir), wall clock, minus one block's transfer at the read bandwidth of its 1 MiB reads"),
     ];
     candidates.into_iter().flatten().collect()
 }
@@ -491,7 +523,7 @@ pub fn calibrate(args: &CalibrateArgs) -> Result<(), Failure> {
         calibrate_load::wait_until_idle(args.max_load, Duration::from_secs(args.wait_idle))?;
     let mut session = Session::new();
     let mut conditions = vec![format!("load average {load_at_start:.2} at the start")];
-    let result = measure_all(&bin, args.runs, cpu, &mut session, &mut conditions);
+    let result = measure_all(&bin, args, cpu, &mut session, &mut conditions);
     let cleanup = session.cleanup();
     drop(handlers);
     if let Err(errors) = cleanup {
@@ -510,6 +542,7 @@ pub fn calibrate(args: &CalibrateArgs) -> Result<(), Failure> {
     }
     print_fault_scaling(&raw);
     print_unmap_scaling(&raw, &base);
+    print_disk_reads(&raw);
     let measured = costs(&raw, &base);
     let conditions = conditions.join(", ");
     eprintln!("calibrate: conditions: {conditions}");
@@ -584,11 +617,12 @@ fn only_mthp_size(session: &mut Session, size: &str) -> Result<(), Failure> {
 /// held (page reporting, the pre-touch, the CPUs, what other tasks used).
 fn measure_all(
     bin: &Path,
-    runs: u64,
+    args: &CalibrateArgs,
     cpu: u32,
     session: &mut Session,
     conditions: &mut Vec<String>,
 ) -> Result<BTreeMap<String, Vec<u64>>, Failure> {
+    let runs = args.runs;
     // THP `never` refuses MADV_HUGEPAGE; `madvise` or `always` both give it a THP
     if let Some(now) = sys::read(THP_ENABLED).map(|t| sys::knob_value(&t)) {
         if now == "never" {
@@ -704,6 +738,40 @@ fn measure_all(
         Some(&device.dev()),
         &mut others,
     )?);
+    // the disk: a file of its own in the directory given, written whole first so that its
+    // blocks exist, removed after
+    let file = tempfile::Builder::new()
+        .prefix(".foliosim-calibrate-disk-")
+        .tempfile_in(&args.disk_dir)
+        .map_err(|e| failed(format!("--disk-dir {}: {e}", args.disk_dir.display())))?;
+    {
+        use std::io::Write;
+        let mut f = file.as_file();
+        let block = vec![0x5au8; 1 << 20];
+        for _ in 0..DISK_PAGES * 4096 / block.len() as u64 {
+            f.write_all(&block)
+                .map_err(|e| failed(format!("disk file: {e}")))?;
+        }
+        f.sync_all()
+            .map_err(|e| failed(format!("disk file: {e}")))?;
+    }
+    eprintln!(
+        "calibrate: disk, {runs} runs after a warm-up ({}, a 64 MiB file)",
+        args.disk_dir.display()
+    );
+    raw.extend(measure(
+        bin,
+        &[("disk", DISK_PAGES)],
+        runs,
+        cpu,
+        Some(file.path()),
+        &mut others,
+    )?);
+    let dir = args
+        .disk_dir
+        .canonicalize()
+        .unwrap_or(args.disk_dir.clone());
+    conditions.push(format!("the disk of {}", dir.display()));
     let most = others.iter().copied().fold(0.0, f64::max);
     conditions.push(format!(
         "other tasks used at most {most:.2} CPUs in a round (rounds above {MAX_OTHERS_CPUS} \
@@ -823,6 +891,29 @@ mod tests {
         let measured = costs(&raw, &base);
         assert_eq!(spread_of(&measured, "zram_compress_ns").median, 4_000);
         assert_eq!(spread_of(&measured, "zram_compress_ns").runs, 3);
+    }
+
+    #[test]
+    fn the_disk_is_a_latency_then_a_transfer_per_request() {
+        let base = hw::profile("x86-server").unwrap();
+        // writes: 40 µs to the device and back, then 1 GB/s (4,096 ns per block); reads:
+        // 100 µs, then 500 MB/s (8,192 ns per block); a 1 MiB request moves 256 blocks
+        let request_ps =
+            |latency_ns: u64, block_ns: u64, blocks: u64| (latency_ns + block_ns * blocks) * 1000;
+        let raw = three_runs(&[
+            ("disk_write_4k", request_ps(40_000, 4_096, 1)),
+            ("disk_write_1m", request_ps(40_000, 4_096, 256)),
+            ("disk_read_4k", request_ps(100_000, 8_192, 1)),
+            ("disk_read_1m", request_ps(100_000, 8_192, 256)),
+        ]);
+        let measured = costs(&raw, &base);
+        assert_eq!(
+            spread_of(&measured, "ssd_bandwidth_bytes_per_s").median,
+            1_000_000_000
+        );
+        assert_eq!(spread_of(&measured, "ssd_write_latency_ns").median, 40_000);
+        assert_eq!(spread_of(&measured, "ssd_read_latency_ns").median, 100_000);
+        assert_eq!(measured.len(), 3);
     }
 
     #[test]

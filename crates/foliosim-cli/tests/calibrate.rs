@@ -126,6 +126,8 @@ fn calibrate_live_writes_a_profile_that_parses_and_restores_the_machine() {
     let out = foliosim()
         .args(["calibrate", "--runs", "1", "--wait-idle", "0", "-o"])
         .arg(&file)
+        .arg("--disk-dir")
+        .arg(&dir)
         .output()
         .unwrap();
     let stderr = stderr_of(&out);
@@ -140,6 +142,13 @@ fn calibrate_live_writes_a_profile_that_parses_and_restores_the_machine() {
         before,
         "calibrate left the machine changed"
     );
+    // the disk benchmark's file is gone
+    let left: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|name| name != "this-host.toml")
+        .collect();
+    assert!(left.is_empty(), "calibrate left {left:?} in --disk-dir");
     let text = std::fs::read_to_string(&file).unwrap();
     let profile = HwProfile::parse(&text).expect("the written profile parses");
     let measured: Vec<&str> = COST_FIELDS
