@@ -336,8 +336,20 @@ fn print_disk_reads(raw: &BTreeMap<String, Vec<u64>>) {
     eprintln!(
         "calibrate: disk reads (medians): {t4k:.0} ns per 4 KiB request, {:.0} MB/s in 1 MiB \
          requests; the model transfers reads at ssd_bandwidth_bytes_per_s, the writes'",
-        DISK_BIG_EXTRA_BYTES * 1e3 / (t1m - t4k)
+        disk_bandwidth_bytes_per_s(t4k * 1000.0, t1m * 1000.0) / 1e6
     );
+}
+
+/// A disk's bandwidth from the times of a 4 KiB and a 1 MiB request (ps): the 1 MiB one moves
+/// 255 blocks more.
+fn disk_bandwidth_bytes_per_s(t4k_ps: f64, t1m_ps: f64) -> f64 {
+    DISK_BIG_EXTRA_BYTES * 1e12 / (t1m_ps - t4k_ps)
+}
+
+/// A disk request's latency from the same two times (ps): the 4 KiB request less its one
+/// block's transfer, a 255th of the difference.
+fn disk_latency_ps(t4k_ps: f64, t1m_ps: f64) -> f64 {
+    t4k_ps - (t1m_ps - t4k_ps) / 255.0
 }
 
 /// The costs, from the raw measurements (ps per unit) and the base profile's costs the model
@@ -413,14 +425,14 @@ fn costs(raw: &BTreeMap<String, Vec<u64>>, base: &HwProfile) -> Vec<Measured> {
         flush_ipi_received(raw),
         // the disk, as the model charges a request: its latency, then its size over the
         // bandwidth (one figure for both directions, the write one as the base profile takes)
-        derive(raw, "ssd_bandwidth_bytes_per_s", &["disk_write_1m", "disk_write_4k"],
-            |v| DISK_BIG_EXTRA_BYTES * 1e12 / (v[0] - v[1]),
+        derive(raw, "ssd_bandwidth_bytes_per_s", &["disk_write_4k", "disk_write_1m"],
+            |v| disk_bandwidth_bytes_per_s(v[0], v[1]),
             "O_DIRECT writes to a 64 MiB file on the disk measured (--disk-dir), in 1 MiB requests in order minus 4 KiB requests at random blocks: 255 blocks' transfer, over the time it took (wall clock); the write direction, as the base profile's is: the model has one bandwidth for reads and writes (calibrate prints the reads' beside it)"),
         derive(raw, "ssd_write_latency_ns", &["disk_write_4k", "disk_write_1m"],
-            |v| ns(v[0] - 4096.0 * (v[1] - v[0]) / DISK_BIG_EXTRA_BYTES),
+            |v| ns(disk_latency_ps(v[0], v[1])),
             "O_DIRECT 4 KiB writes at random blocks of a 64 MiB file on the disk measured (--disk-dir), wall clock, minus one block's transfer at the measured bandwidth: the request's time to the device and back"),
         derive(raw, "ssd_read_latency_ns", &["disk_read_4k", "disk_read_1m"],
-            |v| ns(v[0] - 4096.0 * (v[1] - v[0]) / DISK_BIG_EXTRA_BYTES),
+            |v| ns(disk_latency_ps(v[0], v[1])),
             "O_DIRECT 4 KiB reads at random blocks of a 64 MiB file on the disk measured (--disk-dir), wall clock, minus one block's transfer at the read bandwidth of its 1 MiB reads"),
     ];
     candidates.into_iter().flatten().collect()

@@ -13,10 +13,12 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, ExitStatus};
 use std::time::Duration;
 
+use foliosim::scenario::command::LiveCommand;
 use foliosim::trace::{Access, Entry, Header, ThreadId, TraceWriter};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use crate::args::RecordArgs;
+use crate::live::native::{median_ns, native_command};
 use crate::live::signal;
 use crate::output::{check_output_path, io_error_text};
 use crate::Failure;
@@ -102,26 +104,24 @@ pub fn record(args: &RecordArgs) -> Result<(), Failure> {
 /// returns the median of its user CPU times in ns (wait4's, its waited-for children included);
 /// 0 for no runs. How the program ends is its own affair, as under valgrind.
 fn native_user_ns(command: &[String], runs: u32) -> Result<u64, Failure> {
+    let native = LiveCommand {
+        argv: command.to_vec(),
+        ..Default::default()
+    };
     let mut times = Vec::new();
     for _ in 0..runs {
-        let child = Command::new(&command[0])
-            .args(&command[1..])
-            .stdin(std::process::Stdio::null())
-            .stdout(std::process::Stdio::null())
-            .spawn()
-            .map_err(|e| {
-                recording_failure(format!(
-                    "cannot run {}: {}; no trace written",
-                    command[0],
-                    io_error_text(&e)
-                ))
-            })?;
+        let child = native_command(&native).spawn().map_err(|e| {
+            recording_failure(format!(
+                "cannot run {}: {}; no trace written",
+                command[0],
+                io_error_text(&e)
+            ))
+        })?;
         let (_, (user_ns, _)) = crate::live::sys::wait_with_usage(&child, true)
             .ok_or_else(|| recording_failure(format!("cannot wait for {}", command[0])))?;
         times.push(user_ns);
     }
-    times.sort_unstable();
-    Ok(times.get(times.len() / 2).copied().unwrap_or(0))
+    Ok(median_ns(&times))
 }
 
 /// `<program's file name>.trace` in the current directory.

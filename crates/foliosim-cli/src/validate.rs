@@ -599,15 +599,14 @@ fn paired_specs(specs: &[RunSpec], repetitions: &[Vec<LiveRun>]) -> (Vec<RunSpec
 fn retime_native(spec: &mut RunSpec, lives: &[&LiveRun]) {
     let names: Vec<String> = spec.scenario.tasks.iter().map(|t| t.name.clone()).collect();
     for name in names {
-        let mut user_ns: Vec<u64> = lives
+        let user_ns: Vec<u64> = lives
             .iter()
             .filter_map(|live| live.info["native_user_ns"][&name].as_u64())
             .collect();
         if user_ns.is_empty() {
             continue;
         }
-        user_ns.sort_unstable();
-        spec.retime_native(&name, user_ns[user_ns.len() / 2])
+        spec.retime_native(&name, crate::live::native::median_ns(&user_ns))
             .expect("a live run times natively only the tasks replaying a native-timed trace");
     }
 }

@@ -106,23 +106,31 @@ fn a_trace_replays_to_the_counters_of_the_equivalent_ops_scenario() {
     }
 }
 
+/// A mapping, then one access after a million instructions.
+fn million_instructions() -> Vec<Entry> {
+    let mut busy = access(0, 0, true);
+    if let Entry::Access(a) = &mut busy {
+        a.instructions = 1_000_000;
+    }
+    vec![mmap(16), busy]
+}
+
+/// A header whose native run took 0.5 ms over a million instructions: 500 ps each.
+fn measured_header() -> Header {
+    Header {
+        native_user_ns: 500_000,
+        instructions: 1_000_000,
+        ..header()
+    }
+}
+
 /// `user_time = "native"` charges each instruction the program's own time on the recording
 /// machine (the header's native user time over its instruction total) instead of the profile's.
 #[test]
 fn a_native_user_time_charges_the_programs_own_time_per_instruction() {
     let dir = Dir::new("native-user-time");
-    let mut busy = access(0, 0, true);
-    if let Entry::Access(a) = &mut busy {
-        a.instructions = 1_000_000;
-    }
-    let entries = [mmap(16), busy];
-    // 0.5 ms over a million instructions: 500 ps each
-    let measured = Header {
-        native_user_ns: 500_000,
-        instructions: 1_000_000,
-        ..header()
-    };
-    write_trace_with(&dir.path("measured.trace"), &measured, &entries);
+    let entries = million_instructions();
+    write_trace_with(&dir.path("measured.trace"), &measured_header(), &entries);
     write_trace(&dir.path("unmeasured.trace"), &entries);
     let scenario = |trace: &str, user_time: &str| {
         dir.write(
@@ -183,16 +191,11 @@ fn a_native_user_time_charges_the_programs_own_time_per_instruction() {
 #[test]
 fn a_native_user_time_given_for_the_run_replaces_the_traces() {
     let dir = Dir::new("native-user-time-set");
-    let mut busy = access(0, 0, true);
-    if let Entry::Access(a) = &mut busy {
-        a.instructions = 1_000_000;
-    }
-    let measured = Header {
-        native_user_ns: 500_000,
-        instructions: 1_000_000,
-        ..header()
-    };
-    write_trace_with(&dir.path("app.trace"), &measured, &[mmap(16), busy]);
+    write_trace_with(
+        &dir.path("app.trace"),
+        &measured_header(),
+        &million_instructions(),
+    );
     let scenario_with = |user_time: &str| {
         let toml = dir.write(
             &format!("{user_time}.toml"),

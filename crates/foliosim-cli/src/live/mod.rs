@@ -23,7 +23,7 @@ pub mod bench;
 pub mod cgroup;
 mod figures;
 pub mod knobs;
-mod native;
+pub(crate) mod native;
 pub(crate) mod page_reporting;
 mod play;
 mod preflight;
@@ -174,8 +174,7 @@ fn run_in(
     let setup = set_up(host, spec, serial, session)?;
     let flush_recorder = stats_flush::start(session, serial);
     check_signal()?;
-    let dropped = warm::drop_cold_files(spec)?;
-    let warmed = warm::warm_page_cache(spec)?;
+    let (warmed, dropped) = warm::prepare_page_cache(spec)?;
     check_signal()?;
     let zram_before: Vec<Counters> = setup.devices.iter().map(|(_, z)| z.mm_stat()).collect();
     let reported_kib_before = setup.page_reporting.as_ref().and_then(|h| h.reported_kib());

@@ -10,6 +10,7 @@
 use std::os::unix::process::ExitStatusExt;
 use std::process::{Command, Stdio};
 
+use foliosim::scenario::command::LiveCommand;
 use foliosim::scenario::RunSpec;
 use foliosim::workload::trace_replay::recorded_native_user_ns;
 use serde_json::{json, Map, Value};
@@ -18,6 +19,29 @@ use super::{check_signal, sys, LiveError};
 
 /// Native runs per live run: their median is kept, their range shown.
 pub const NATIVE_RUNS: usize = 5;
+
+/// A native run of `command`: its env and cwd, no input, its output to /dev/null, its errors
+/// shown (also `foliosim trace record`'s native runs).
+pub(crate) fn native_command(command: &LiveCommand) -> Command {
+    let mut native = Command::new(&command.argv[0]);
+    native
+        .args(&command.argv[1..])
+        .envs(command.env.iter().map(|(k, v)| (k, v)))
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::inherit());
+    if let Some(dir) = &command.cwd {
+        native.current_dir(dir);
+    }
+    native
+}
+
+/// The median of native user times (the upper middle one of an even count), 0 for none.
+pub(crate) fn median_ns(values: &[u64]) -> u64 {
+    let mut sorted = values.to_vec();
+    sorted.sort_unstable();
+    sorted.get(sorted.len() / 2).copied().unwrap_or(0)
+}
 
 /// Adds `native_user_ns` ({task: median}) and `native_user_ns_runs` ({task: [each run]}) to
 /// the run's notes for its native-timed tasks with a command (nothing when it has none). A
@@ -35,17 +59,7 @@ pub(super) fn time_native_runs(spec: &RunSpec, info: &mut Value) -> Result<(), L
         let mut user_ns = Vec::with_capacity(NATIVE_RUNS);
         for _ in 0..NATIVE_RUNS {
             check_signal()?;
-            let mut native = Command::new(&command.argv[0]);
-            native
-                .args(&command.argv[1..])
-                .envs(command.env.iter().map(|(k, v)| (k, v)))
-                .stdin(Stdio::null())
-                .stdout(Stdio::null())
-                .stderr(Stdio::inherit());
-            if let Some(dir) = &command.cwd {
-                native.current_dir(dir);
-            }
-            let child = native.spawn().map_err(|e| {
+            let child = native_command(command).spawn().map_err(|e| {
                 LiveError::Failed(format!(
                     "task {}: cannot run {} natively: {e}",
                     task.name, command.argv[0]
@@ -61,9 +75,7 @@ pub(super) fn time_native_runs(spec: &RunSpec, info: &mut Value) -> Result<(), L
                 }
             }
         }
-        let mut sorted = user_ns.clone();
-        sorted.sort_unstable();
-        medians.insert(task.name.clone(), json!(sorted[sorted.len() / 2]));
+        medians.insert(task.name.clone(), json!(median_ns(&user_ns)));
         runs.insert(task.name.clone(), json!(user_ns));
     }
     if !medians.is_empty() {

@@ -52,16 +52,14 @@ impl Session {
         priority: i32,
         discard: bool,
     ) -> Result<(Zram, String), String> {
-        let z = zram::take()?;
-        self.undo.push(Undo::Zram(z.clone()));
-        let algorithm = zram::configure(&z, size_bytes)?;
+        let (z, algorithm) = self.add_zram_device(size_bytes)?;
         self.undo
             .push(Undo::Swapon(z.dev().to_string_lossy().into_owned()));
         zram::swapon_device(&z, priority, discard)?;
         Ok((z, algorithm))
     }
 
-    /// A zram device of `size_bytes` that is not swap (calibrate writes to it directly); returns
+    /// A zram device of `size_bytes`, not swapped on (calibrate writes to one directly); returns
     /// it and its compression algorithm.
     pub fn add_zram_device(&mut self, size_bytes: u64) -> Result<(Zram, String), String> {
         let z = zram::take()?;

@@ -23,23 +23,33 @@ use serde_json::{json, Value};
 
 use super::LiveError;
 
-/// Reads the warm files of every task of the run twice; returns the notes for the result
-/// (the files read, their bytes, those missing, this process's cgroup).
-pub(super) fn warm_page_cache(spec: &RunSpec) -> Result<Option<Value>, LiveError> {
-    let mut read = Vec::new();
-    let mut missing = Vec::new();
+/// The page cache the run starts with, as the simulator's: of the files each trace task names
+/// (its trace's events read once), the cold ones are dropped from the cache, then the warm ones
+/// are read twice. Returns the notes for the result: `warm_files` (the files read, their bytes,
+/// those missing, this process's cgroup) and `cold_files_dropped`, each None when empty.
+pub(super) fn prepare_page_cache(
+    spec: &RunSpec,
+) -> Result<(Option<Value>, Option<Value>), LiveError> {
+    let (mut read, mut missing, mut dropped) = (Vec::new(), Vec::new(), Vec::new());
     let mut bytes = 0u64;
     for task in &spec.scenario.tasks {
         let Some((trace, rule)) = warm_files::of_task(task) else {
             continue;
         };
-        if rule.is_empty() {
-            continue;
-        }
         let files = rule
-            .select(trace)
+            .classify(trace)
             .map_err(|e| LiveError::Failed(format!("task {}: warm_files: {e}", task.name)))?;
-        for file in files {
+        let cwd = task.command.as_ref().and_then(|c| c.cwd.as_deref());
+        for (file, _) in files.iter().filter(|(_, warm)| !warm) {
+            let path = match cwd {
+                Some(dir) => std::path::Path::new(dir).join(&file.path),
+                None => std::path::PathBuf::from(&file.path),
+            };
+            if drop_cached(&path) {
+                dropped.push(path.display().to_string());
+            }
+        }
+        for (file, _) in files.into_iter().filter(|(_, warm)| *warm) {
             match read_twice(&file.path) {
                 Some(n) => {
                     bytes += n;
@@ -49,41 +59,16 @@ pub(super) fn warm_page_cache(spec: &RunSpec) -> Result<Option<Value>, LiveError
             }
         }
     }
-    if read.is_empty() && missing.is_empty() {
-        return Ok(None);
-    }
-    let cgroup = std::fs::read_to_string("/proc/self/cgroup").unwrap_or_default();
-    Ok(Some(json!({
-        "files": read,
-        "bytes": bytes,
-        "missing": missing,
-        "reader_cgroup": cgroup.lines().collect::<Vec<_>>(),
-    })))
-}
-
-/// Drops from the page cache the files the run's trace tasks name that do not start warm;
-/// returns the notes for the result (the files dropped).
-pub(super) fn drop_cold_files(spec: &RunSpec) -> Result<Option<Value>, LiveError> {
-    let mut dropped = Vec::new();
-    for task in &spec.scenario.tasks {
-        let Some((trace, rule)) = warm_files::of_task(task) else {
-            continue;
-        };
-        let files = rule
-            .classify(trace)
-            .map_err(|e| LiveError::Failed(format!("task {}: {e}", task.name)))?;
-        let cwd = task.command.as_ref().and_then(|c| c.cwd.as_deref());
-        for (file, _) in files.into_iter().filter(|(_, warm)| !warm) {
-            let path = match cwd {
-                Some(dir) => std::path::Path::new(dir).join(&file.path),
-                None => std::path::PathBuf::from(&file.path),
-            };
-            if drop_cached(&path) {
-                dropped.push(path.display().to_string());
-            }
-        }
-    }
-    Ok((!dropped.is_empty()).then(|| json!(dropped)))
+    let warmed = (!read.is_empty() || !missing.is_empty()).then(|| {
+        let cgroup = std::fs::read_to_string("/proc/self/cgroup").unwrap_or_default();
+        json!({
+            "files": read,
+            "bytes": bytes,
+            "missing": missing,
+            "reader_cgroup": cgroup.lines().collect::<Vec<_>>(),
+        })
+    });
+    Ok((warmed, (!dropped.is_empty()).then(|| json!(dropped))))
 }
 
 /// Writes back and drops the cached pages of the regular file at `path`; false if there is
@@ -173,10 +158,11 @@ mod tests {
         std::fs::write(dir.join("inputs/own.txt"), "input").unwrap();
         let scenario = Scenario::load(&toml).unwrap();
         let spec = resolve(&scenario, "v6.18", None, &[], 1, true).unwrap();
-        let notes = warm_page_cache(&spec).unwrap().expect("files to warm");
+        let (notes, dropped) = prepare_page_cache(&spec).unwrap();
+        let notes = notes.expect("files to warm");
         // the program's own input, found from its command's cwd, starts uncached like the
         // replay's; the warm and the missing files are not dropped
-        let dropped = drop_cold_files(&spec).unwrap().expect("a file to drop");
+        let dropped = dropped.expect("a file to drop");
         assert_eq!(
             dropped,
             json!([dir.join("./inputs/own.txt").display().to_string()])

@@ -122,19 +122,14 @@ pub(super) fn parse_variants(top: &Node, limits: &Limits) -> Res<Vec<Variant>> {
 
 /// Replays the trace of task `name` at the speed of a native run of `user_ns` of user time.
 fn retime_native(scenario: &mut Scenario, name: &str, user_ns: u64) -> Result<(), String> {
-    let names = || {
+    let Some(index) = scenario.tasks.iter().position(|t| t.name == name) else {
         let names: Vec<&str> = scenario.tasks.iter().map(|t| t.name.as_str()).collect();
-        names.join(", ")
+        return Err(format!(
+            "expected the name of a [[task]] ({}), found {name:?}",
+            names.join(", ")
+        ));
     };
-    let expected = format!(
-        "expected the name of a [[task]] ({}), found {name:?}",
-        names()
-    );
-    let task = scenario
-        .tasks
-        .iter_mut()
-        .find(|t| t.name == name)
-        .ok_or(expected)?;
+    let task = &mut scenario.tasks[index];
     let super::Program::Generator(params) = &mut task.program else {
         return Err(NOT_NATIVE_TIMED.to_string());
     };
