@@ -3,7 +3,8 @@
 //! - pages are conserved per node: free pages plus pages in folios equal the node's pages;
 //! - every swap slot's count equals its swap PTEs and shmem swap entries, and its cache bit matches the swap cache (or
 //!   the per-CPU slot cache);
-//! - every folio is on at most one LRU list, and a folio flagged PG_lru is on one;
+//! - every folio is on at most one LRU list or lru_add batch, and a folio flagged PG_lru is on a
+//!   list;
 //! - no present PTE points into a free page, and mapcounts equal the PTEs that map each folio;
 //! - mbind's policy ranges lie inside their VMA, sorted, disjoint and merged;
 //! - nr_dirty and nr_writeback (and each file's dirty count) equal the dirty and writeback
@@ -72,6 +73,19 @@ pub fn check(k: &Kernel) -> Vec<String> {
     for (pfn, p) in k.mem.pages.iter().enumerate() {
         if p.test(pg::LRU) && !on_lru[pfn] {
             out.push(format!("folio {pfn} has PG_lru but is on no list"));
+        }
+    }
+    for (cpu, batch) in k.lru_add_batches.iter().enumerate() {
+        for &f in batch {
+            if on_lru[f as usize]
+                || !k.folio_in_lru_add_batch(f)
+                || !k.mem.pages[f as usize].is_head()
+            {
+                out.push(format!(
+                    "folio {f} in CPU {cpu}'s lru_add batch is on a list or not a folio"
+                ));
+            }
+            on_lru[f as usize] = true;
         }
     }
 

@@ -622,13 +622,16 @@ impl Kernel {
         if !self.mem.test(folio, pg::REFERENCED) {
             self.mem.set(folio, pg::REFERENCED);
         } else if !self.mem.test(folio, pg::ACTIVE) {
-            // folio_activate; an isolated folio is left alone (it is in no lru_add batch).
+            // folio_activate; a folio off the LRU is activated only in this CPU's lru_add
+            // batch (mm/swap.rs), an isolated one is left alone.
             if self.mem.test(folio, pg::LRU) {
                 self.lruvec_del_folio(folio);
                 self.mem.set(folio, pg::ACTIVE);
-                self.folio_add_lru(folio);
+                self.lruvec_add_folio(folio);
                 self.stat
                     .count(Vm::Pgactivate, self.mem.nr_pages(folio) as u64);
+            } else {
+                self.lru_cache_activate_folio(folio);
             }
             self.mem.clear(folio, pg::REFERENCED);
             self.workingset_activation(folio);
@@ -1142,6 +1145,7 @@ ops = [{ op = "sleep", time = "1ms" }]
         let mut k = boot("v6.18", false);
         let f = new_file(&mut k, 64 << 10, 0, false);
         let folio = k.filemap_alloc_folio(f, 0, 0, Gfp::USER).expect("memory");
+        k.lru_add_drain();
         let test = |k: &Kernel| {
             (
                 k.mem.test(folio, pg::REFERENCED),

@@ -295,7 +295,7 @@ impl Kernel {
         if on_lru {
             // The head goes back first so the tails follow it, as lru_add_split_folio does.
             for i in (0..nr).filter(|i| !dropped.contains(i)) {
-                self.folio_add_lru(folio + i);
+                self.lruvec_add_folio(folio + i);
             }
         } else {
             list.extend((1..nr).filter(|i| !dropped.contains(i)).map(|i| folio + i));

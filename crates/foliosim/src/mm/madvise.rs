@@ -23,6 +23,7 @@ impl Kernel {
         to: u32,
         pageout: bool,
     ) {
+        self.lru_add_drain();
         let mut list: Vec<FolioId> = Vec::new();
         let mut i = from;
         while i < to {
@@ -78,7 +79,7 @@ impl Kernel {
                 self.lruvec_del_folio(folio);
                 self.mem.clear(folio, pg::ACTIVE);
                 self.stat.count(super::vmstat::Vm::Pgdeactivate, nr as u64);
-                self.folio_add_lru(folio);
+                self.lruvec_add_folio(folio);
             }
             i = first + nr;
         }
@@ -117,9 +118,10 @@ ops = [{ op = "sleep", time = "1ms" }]
         };
         // page 3 is active; pages 0-2 are inactive, page 0 the oldest (at the tail)
         let active = folio(&k, 3);
+        k.lru_add_drain();
         k.lruvec_del_folio(active);
         k.mem.set(active, pg::ACTIVE | pg::REFERENCED);
-        k.folio_add_lru(active);
+        k.lruvec_add_folio(active);
         let lv = k.lruvec_index(0, 0);
         let tail_before = k.lruvecs[lv].lists[0].tail;
         assert_eq!(tail_before, folio(&k, 0));

@@ -1096,6 +1096,7 @@ mod tests {
 
     /// Runs one folio through shrink_folio_list as reclaim would after isolating it.
     fn shrink_one(k: &mut Kernel, folio: FolioId) -> u64 {
+        k.lru_add_drain();
         k.lruvec_del_folio(folio);
         let mut sc = ScanControl::new(32, false);
         k.shrink_folio_list(&mut vec![folio], &mut sc)
@@ -1145,9 +1146,10 @@ mod tests {
         k.touch(mm, b + 1, false, 0).unwrap();
         let folio = k.files[f as usize].cache[1];
         assert_eq!(k.mem.mapcount(folio), 3);
+        k.lru_add_drain();
         k.lruvec_del_folio(folio);
         k.mem.clear(folio, pg::ACTIVE);
-        k.folio_add_lru(folio);
+        k.lruvec_add_folio(folio);
         // text's young bit was cleared by the first shrink only for page 0: clear page 1's.
         k.folio_referenced(folio);
         k.touch(mm, a + 1, false, 0).unwrap();

@@ -370,6 +370,8 @@ impl Kernel {
         let Some(vi) = self.mms[mm as usize].find_vma(start) else {
             return 0;
         };
+        // do_mbind drains every CPU's lru_add batch first, so that it can isolate new folios.
+        self.lru_add_drain_all();
         let vstart = self.mms[mm as usize].vmas[vi].start;
         let thisnid = self.task_node();
         let mask_target = self

@@ -25,6 +25,7 @@ pub mod readahead;
 pub mod resident_cache;
 pub mod rmap;
 pub mod shmem;
+pub mod swap;
 pub mod swap_alloc;
 pub mod swap_cluster;
 pub mod swap_device;
@@ -122,6 +123,8 @@ pub struct Kernel {
     pub access_time_ms: Vec<Vec<u32>>,
     /// Reused list of isolated folios, so reclaim does not allocate.
     pub reclaim_scratch: Vec<folio::FolioId>,
+    /// Per CPU: new folios not yet on their LRU list (mm/swap.rs).
+    pub lru_add_batches: Vec<Vec<folio::FolioId>>,
     /// Large folios waiting for the deferred-split shrinker (with stale entries skipped on scan).
     pub deferred_split_queue: std::collections::VecDeque<folio::FolioId>,
     /// The per-CPU swap slot cache (v6.9–v6.12).
@@ -198,6 +201,7 @@ impl Kernel {
 
         let memcgs = memcontrol::build(spec);
         let memcg_stocks = memcontrol::build_stocks(spec, cpus.len());
+        let lru_add_batches = vec![Vec::new(); cpus.len()];
         let lruvecs = (0..memcgs.len() * nodes.len())
             .map(|_| Lruvec::default())
             .collect();
@@ -247,6 +251,7 @@ impl Kernel {
             exit_notify_pending: false,
             cow_lost_races: 0,
             reclaim_scratch: Vec::new(),
+            lru_add_batches,
             files: Vec::new(),
             wb: Default::default(),
             zswap,
@@ -511,6 +516,8 @@ impl Kernel {
         debug_assert!(!self.mem.test(folio, folio::pg::SWAPCACHE));
         if self.mem.test(folio, folio::pg::LRU) {
             self.lruvec_del_folio(folio);
+        } else if self.folio_in_lru_add_batch(folio) {
+            self.lru_add_batch_remove(folio);
         }
         let order = self.mem.order(folio);
         if order > 1 {

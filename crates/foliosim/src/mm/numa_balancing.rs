@@ -415,6 +415,7 @@ ops = [{ op = "mmap", region = "a", size = "4M" }]
 
     pub(crate) fn demote(k: &mut Kernel, mm: u32, vpn: u32) -> u64 {
         let folio = k.mem.head_of(pt::pfn(pte(k, mm, vpn)));
+        k.lru_add_drain();
         k.lruvec_del_folio(folio);
         let mut list = vec![folio];
         k.migrate_pages(&mut list, 1, MigrateReason::Demotion)
@@ -427,6 +428,7 @@ ops = [{ op = "mmap", region = "a", size = "4M" }]
         assert_eq!(k.pfn_node(pt::pfn(pte(&k, mm, vpn))), 0);
         // Demotion clears a PTE the TLB of CPU 1 may hold: one batched flush with an IPI.
         assert_eq!(demote(&mut k, mm, vpn), 1);
+        k.lru_add_drain();
         assert_eq!(k.stat.get(Vm::NrTlbRemoteFlush), 1);
         assert_eq!(k.stat.get(Vm::NrTlbRemoteFlushReceived), 1);
         assert_eq!(k.pfn_node(pt::pfn(pte(&k, mm, vpn))), 1);
@@ -474,6 +476,7 @@ ops = [{ op = "mmap", region = "a", size = "4M" }]
             let gfp = crate::mm::memory::Gfp::USER;
             k.filemap_alloc_folio(f, index, 0, gfp).unwrap();
         }
+        k.lru_add_drain();
         k.do_set_mempolicy(None);
         let ro = k.mmap_file(mm, f, 0, 16, 0);
         let rw = k.mmap_file(mm, f, 0, 16, VM_WRITE | VM_SHARED);

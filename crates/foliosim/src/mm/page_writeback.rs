@@ -688,6 +688,7 @@ mod tests {
         let before = k.global_dirtyable_memory();
         let f = new_file(&mut k, 1 << 20, 0, false);
         write(&mut k, f, 0, 1 << 20, 1 << 20);
+        k.lru_add_drain();
         assert_eq!(
             k.global_dirtyable_memory(),
             before,

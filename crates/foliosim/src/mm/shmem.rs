@@ -899,6 +899,7 @@ mod tests {
 
     /// Reclaim of exactly this folio, as shrink_inactive_list would.
     fn evict(k: &mut Kernel, folio: FolioId) -> u64 {
+        k.lru_add_drain();
         k.lruvec_del_folio(folio);
         let mut sc = ScanControl::new(u64::MAX, false);
         sc.ignore_references = true;
@@ -916,6 +917,7 @@ mod tests {
         let (mut k, mm) = boot("v6.18", "");
         let start = k.mmap_shared_anon(mm, 16);
         k.touch(mm, start + 3, true, content::DATA_DEFAULT).unwrap();
+        k.lru_add_drain();
         let folio = folio_at(&k, mm, start + 3);
         assert!(k.mem.test(folio, pg::SWAPBACKED) && k.mem.is_shmem(folio));
         assert!(!k.folio_is_file_lru(folio), "on the anon LRU");

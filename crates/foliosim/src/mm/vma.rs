@@ -325,9 +325,16 @@ impl Kernel {
         self.flush_tlb_batched_pending(mm);
         let mut i = from;
         let mut nr_zapped = 0u64;
+        let mut drained = false;
         while i < to {
             let pte = self.mms[mm as usize].vmas[vi].ptes[i as usize];
             if pt::is_present(pte) {
+                if !drained {
+                    // free_pages_and_swap_cache drains this CPU's lru_add batch before it puts
+                    // the folios the zap gathered.
+                    self.lru_add_drain();
+                    drained = true;
+                }
                 let folio = self.mem.head_of(pt::pfn(pte));
                 let nr = self.folio_pte_batch(mm, vi, i, to, folio);
                 if pte & pt::PMD != 0 && nr < self.mem.nr_pages(folio) {

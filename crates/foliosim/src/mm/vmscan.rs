@@ -4,8 +4,10 @@
 //! Models mm/vmscan.c (v6.9–v6.18, MGLRU off): shrink_lruvec with get_scan_count's targets
 //! (`size >> priority`, balanced between anon and file by swappiness and each list's recent
 //! reclaim cost from lru_note_cost: SCAN_FRACT, or SCAN_EQUAL at priority 0, SCAN_ANON when the
-//! node's file pages are tiny, SCAN_FILE in cache-trim mode) and the inactive_is_low ratio, isolate_lru_folios from the list tail, shrink_active_list (anon
-//! folios are always deactivated), folio_check_references (one reference per mapping), the
+//! node's file pages are tiny, SCAN_FILE in cache-trim mode) and the inactive_is_low ratio,
+//! isolate_lru_folios from the list tail (shrink_inactive_list and shrink_active_list first drain
+//! this CPU's lru_add batch, mm/swap.rs, so the targets were sized without it), shrink_active_list
+//! (anon folios are always deactivated), folio_check_references (one reference per mapping), the
 //! anonymous branch of shrink_folio_list (early split rule, add_to_swap, split on failure with the
 //! fallback counters, try_to_unmap, pageout, __remove_mapping), and balance_pgdat for kswapd.
 //! pageout counts nr_vmscan_write; a folio no swap PTE refers to leaves the swap cache there
@@ -244,13 +246,19 @@ impl Kernel {
         p.clear(pg::LRU);
     }
 
-    /// folio_add_lru: new and swapped-in anonymous folios start on the inactive list (v5.9+).
-    pub fn folio_add_lru(&mut self, folio: FolioId) {
+    /// lruvec_add_folio: to the head of the list its flags name (new folios come through the
+    /// per-CPU batch of mm/swap.rs; moves and putbacks come here directly).
+    pub fn lruvec_add_folio(&mut self, folio: FolioId) {
+        self.lruvec_add_folio_uncharged(folio);
+        self.spend(super::TimeKind::Lru, self.hw.lru_op_ns);
+    }
+
+    /// lruvec_add_folio without its time: a batch's folios paid theirs when they joined it.
+    pub(super) fn lruvec_add_folio_uncharged(&mut self, folio: FolioId) {
         let lv = self.folio_lruvec(folio);
         let active = self.mem.test(folio, pg::ACTIVE);
         let file = !self.mem.test(folio, pg::SWAPBACKED);
         self.list_add(lv, lru_of(file, active), folio, false);
-        self.spend(super::TimeKind::Lru, self.hw.lru_op_ns);
     }
 
     pub fn lruvec_del_folio(&mut self, folio: FolioId) {
@@ -360,7 +368,7 @@ impl Kernel {
     /// in lruvec `lv`, balanced by the reclaim target's costs: the cgroup's own lruvec in limit
     /// reclaim, the node's root lruvec otherwise (prepare_scan_control's cache_trim_mode and
     /// file_is_tiny decided there too).
-    fn get_scan_count(&self, lv: usize, sc: &ScanControl, anon: bool) -> [[u64; 2]; 2] {
+    pub(super) fn get_scan_count(&self, lv: usize, sc: &ScanControl, anon: bool) -> [[u64; 2]; 2] {
         let node = lv % self.nodes.len();
         let target = if sc.cgroup_reclaim { lv } else { node };
         let swappiness = self.spec.knobs.swappiness as u64;
@@ -540,6 +548,7 @@ impl Kernel {
         nr_to_scan: u64,
         sc: &mut ScanControl,
     ) {
+        self.lru_add_drain();
         let mut list = std::mem::take(&mut self.reclaim_scratch);
         list.clear();
         let scanned = self.isolate_lru_folios(lv, lru_of(file, true), nr_to_scan, &mut list);
@@ -572,13 +581,14 @@ impl Kernel {
         }
     }
 
-    fn shrink_inactive_list(
+    pub(super) fn shrink_inactive_list(
         &mut self,
         lv: usize,
         file: bool,
         nr_to_scan: u64,
         sc: &mut ScanControl,
     ) {
+        self.lru_add_drain();
         let mut list = std::mem::take(&mut self.reclaim_scratch);
         list.clear();
         let scanned = self.isolate_lru_folios(lv, lru_of(file, false), nr_to_scan, &mut list);
@@ -929,7 +939,7 @@ impl Kernel {
                 self.folio_free_swap(folio);
             }
         }
-        self.folio_add_lru(folio);
+        self.lruvec_add_folio(folio);
     }
 
     /// Reclaim over every memcg's lruvec on one node (shrink_node / shrink_node_memcgs).
@@ -1199,6 +1209,7 @@ ops = [{ op = "sleep", time = "1ms" }]
             k.folio_mark_accessed(folio);
             k.folio_mark_accessed(folio);
         }
+        k.lru_add_drain();
         let lv = k.lruvec_index(1, 0);
         assert_eq!(k.lruvecs[lv].lists[Lru::ActiveFile as usize].nr_pages, 256);
         assert!(k.clock_ns < k.memcg_stats_next_flush_ns, "no flush due yet");
@@ -1318,6 +1329,7 @@ ops = [{ op = "sleep", time = "1ms" }]
                 k.folio_mark_accessed(folio);
             }
         }
+        k.lru_add_drain();
         let lv = k.lruvec_index(0, 0);
         let mut folios = Vec::new();
         for lru in 0..NR_LRU_LISTS {
@@ -1332,7 +1344,7 @@ ops = [{ op = "sleep", time = "1ms" }]
             if !k.folio_is_file_lru(folio) && (i as u32) < active_anon {
                 k.lruvec_del_folio(folio);
                 k.mem.set(folio, pg::ACTIVE);
-                k.folio_add_lru(folio);
+                k.lruvec_add_folio(folio);
             }
         }
         k.memcg_stats_flush();
@@ -1358,9 +1370,10 @@ ops = [{ op = "sleep", time = "1ms" }]
         assert_eq!(k.folio_check_references(folio), FolioRef::Keep);
         k.touch(mm, vpn, false, data).unwrap();
         assert_eq!(k.folio_check_references(folio), FolioRef::Activate);
+        k.lru_add_drain();
         k.lruvec_del_folio(folio);
         k.mem.set(folio, pg::ACTIVE);
-        k.folio_add_lru(folio);
+        k.lruvec_add_folio(folio);
         let mut sc = ScanControl::new(SWAP_CLUSTER_MAX, false);
         k.shrink_active_list(lv, false, 1, &mut sc);
         assert!(!k.mem.test(folio, pg::ACTIVE));

@@ -281,6 +281,7 @@ mod tests {
     fn evict(k: &mut Kernel, mm: u32, vpns: std::ops::Range<u32>) {
         let mut list: Vec<FolioId> = vpns.map(|v| folio_at(k, mm, v)).collect();
         for &f in &list {
+            k.lru_add_drain();
             k.lruvec_del_folio(f);
         }
         let mut sc = ScanControl::new(u64::MAX, false);
@@ -291,9 +292,10 @@ mod tests {
     fn activate(k: &mut Kernel, mm: u32, vpns: std::ops::Range<u32>) {
         for vpn in vpns {
             let f = folio_at(k, mm, vpn);
+            k.lru_add_drain();
             k.lruvec_del_folio(f);
             k.mem.set(f, pg::ACTIVE);
-            k.folio_add_lru(f);
+            k.lruvec_add_folio(f);
         }
     }
 
@@ -388,13 +390,15 @@ mod tests {
         // 8 active file pages make the workingset
         for index in 8..16 {
             let f = k.files[file as usize].cache[index];
+            k.lru_add_drain();
             k.lruvec_del_folio(f);
             k.mem.set(f, pg::ACTIVE);
-            k.folio_add_lru(f);
+            k.lruvec_add_folio(f);
         }
         k.memcg_stats_flush();
         let mut list: Vec<FolioId> = (0..2).map(|i| k.files[file as usize].cache[i]).collect();
         for &f in &list {
+            k.lru_add_drain();
             k.lruvec_del_folio(f);
         }
         let mut sc = ScanControl::new(u64::MAX, false);
@@ -433,6 +437,7 @@ mod tests {
         // folio_check_references: referenced by one mapping and not PG_referenced: kept on
         // the inactive list, not activated (a young copy in the child would make two)
         let folio = folio_at(&k, mm, start);
+        k.lru_add_drain();
         k.lruvec_del_folio(folio);
         let mut sc = ScanControl::new(u64::MAX, false);
         assert_eq!(k.shrink_folio_list(&mut vec![folio], &mut sc), 0);

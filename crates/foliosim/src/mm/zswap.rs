@@ -741,6 +741,7 @@ ops = [{{ op = "mmap", region = "a", size = "4M" }}]
     /// Reclaims the folio mapping `vpn` as shrink_folio_list would after isolating it.
     fn reclaim(k: &mut Kernel, mm: u32, vpn: u32) -> u64 {
         let folio = folio_at(k, mm, vpn);
+        k.lru_add_drain();
         k.lruvec_del_folio(folio);
         let mut sc = ScanControl::new(32, false);
         sc.ignore_references = true;
