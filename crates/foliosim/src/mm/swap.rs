@@ -5,9 +5,9 @@
 //! migration) is not put on its LRU list at once but in its CPU's `cpu_fbatches.lru_add`,
 //! without PG_lru. The batch moves to the lists when it holds PAGEVEC_SIZE (31) folios, when a
 //! large folio joins it (folio_may_be_lru_cached), or when its CPU drains it: at the start of
-//! shrink_inactive_list and shrink_active_list, of MADV_COLD and MADV_PAGEOUT, before a zap
-//! frees what it unmapped (free_pages_and_swap_cache), and before wp_can_reuse_anon_folio looks
-//! at a folio not on the LRU. mbind's migration drains every CPU (lru_add_drain_all).
+//! shrink_inactive_list and shrink_active_list, of MADV_COLD and MADV_PAGEOUT, and before a zap
+//! frees what it unmapped (free_pages_and_swap_cache). mbind's migration drains every CPU
+//! (lru_add_drain_all).
 //! A folio is charged the profile's `lru_op_ns` when it joins the batch, its share of the
 //! batch's list insertion under one lru_lock; the drain costs nothing more.
 //! What this changes: get_scan_count sizes a reclaim's scan before shrink_inactive_list drains,
@@ -15,10 +15,11 @@
 //! otherwise empty is not scanned at all; reclaim cannot take a batched folio either.
 //! Left out: the other batches (lru_activate, lru_deactivate, lru_lazyfree, lru_move_tail,
 //! lru_deactivate_file), whose moves the model makes at once; reclaim's putback, which the model
-//! makes directly for reclaim_pages too (the kernel's folio_putback_lru batches it there); the
-//! reference a remote CPU's batch holds, which makes the kernel's wp_can_reuse_anon_folio copy
-//! instead of reusing and keeps a freed folio charged until that batch drains (here a freed
-//! folio leaves its batch at once).
+//! makes directly for reclaim_pages too (the kernel's folio_putback_lru batches it there);
+//! wp_can_reuse_anon_folio's drain of this CPU's batch before it looks at a non-exclusive folio
+//! off the LRU (the model decides reuse by mapcount); the reference a remote CPU's batch holds,
+//! which makes that check copy instead of reusing and keeps a freed folio charged until the batch
+//! drains (here a freed folio leaves its batch at once).
 
 use super::folio::{pg, FolioId, NIL};
 use super::Kernel;
@@ -65,6 +66,7 @@ impl Kernel {
         self.lru_add_batches[cpu] = batch;
     }
 
+    /// The folio waits in some CPU's lru_add batch.
     pub fn folio_in_lru_add_batch(&self, folio: FolioId) -> bool {
         self.mem.pages[folio as usize].lru_prev == IN_LRU_ADD_BATCH
             && !self.mem.test(folio, pg::LRU)
