@@ -503,6 +503,45 @@ mod kernel_run {
     }
 
     #[test]
+    fn validate_runs_side_by_side_leave_no_mount_behind_and_report_no_mount_error() {
+        // Each looks at zswap's debugfs directory on a mount of its own and removes it. With
+        // debugfs mounted on /sys/kernel/debug for the look, one run's mount made another's
+        // fail ("already mounted"), which read as zswap never enabled; seen once in a day of
+        // parallel runs, as the looks rarely meet.
+        let _one = LIVE.lock().unwrap_or_else(|e| e.into_inner());
+        let dir = Scratch::new("sim-only-parallel");
+        let scenario = dir.write("pageout.toml", PAGEOUT);
+        let mounts = || read(Path::new("/proc/mounts")).unwrap_or_default();
+        let before = (machine_state(), mounts());
+        let children: Vec<_> = (0..4)
+            .map(|i| {
+                let json = dir.0.join(format!("out-{i}.json"));
+                foliosim()
+                    .args(["validate", scenario.to_str().unwrap(), "--variant", "plain"])
+                    .args(["--sim-only", "--json", json.to_str().unwrap()])
+                    .stdout(std::process::Stdio::piped())
+                    .stderr(std::process::Stdio::piped())
+                    .spawn()
+                    .unwrap()
+            })
+            .collect();
+        let outs: Vec<Output> = children
+            .into_iter()
+            .map(|c| c.wait_with_output().unwrap())
+            .collect();
+        if outs.iter().any(|o| o.status.code() == Some(3)) {
+            eprintln!("skipping live test: {}", text(&outs[0]));
+            return;
+        }
+        assert_same_state(&before.0, "after validate --sim-only side by side");
+        assert_eq!(mounts(), before.1, "the mounts are as they were");
+        for out in &outs {
+            assert!(out.status.success(), "{}", text(out));
+            assert!(!text(out).contains("already mounted"), "{}", text(out));
+        }
+    }
+
+    #[test]
     fn tmpfs_files_and_shared_memory_are_played_and_unmounted() {
         let _one = LIVE.lock().unwrap_or_else(|e| e.into_inner());
         let dir = Scratch::new("shmem");

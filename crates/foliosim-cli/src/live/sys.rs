@@ -319,12 +319,12 @@ pub fn parse_meminfo(node: u32, text: &str) -> Option<NodeMeminfo> {
     })
 }
 
-/// kdamond processes running a DAMON `pageout` scheme: they may page out idle memory of any
-/// process to the run's swap device, adding to its swap counters.
 /// Has zswap been enabled at any time since boot (zswap_never_enabled is a static key a user
 /// cannot read)? Its first enabling runs zswap_setup, which logs "zswap: loaded using pool" and
-/// makes zswap's debugfs directory; the log may have wrapped, the directory stays. debugfs is
-/// mounted for the look if it is not, and unmounted again.
+/// makes zswap's debugfs directory; the log may have wrapped, the directory stays. When debugfs
+/// is not mounted at /sys/kernel/debug, it is mounted for the look on a private temporary
+/// directory and unmounted again, so that foliosim processes looking at once (validate runs in
+/// parallel) never see each other's mount come or go.
 pub fn zswap_was_enabled() -> bool {
     let logged = std::process::Command::new("dmesg")
         .output()
@@ -344,14 +344,22 @@ pub fn zswap_was_enabled() -> bool {
             .status()
             .is_ok_and(|s| s.success())
     };
-    if !mount(&["-t", "debugfs", "none", DEBUGFS], "mount") {
+    let Some(point) = tempfile::tempdir().ok() else {
+        return false;
+    };
+    let Some(path) = point.path().to_str() else {
+        return false;
+    };
+    if !mount(&["-t", "debugfs", "none", path], "mount") {
         return false;
     }
-    let exists = dir.exists();
-    mount(&[DEBUGFS], "umount");
+    let exists = point.path().join("zswap").exists();
+    mount(&[path], "umount");
     exists
 }
 
+/// kdamond processes running a DAMON `pageout` scheme: they may page out idle memory of any
+/// process to the run's swap device, adding to its swap counters.
 pub fn damon_pageout_kdamonds() -> Vec<String> {
     let root = Path::new("/sys/kernel/mm/damon/admin/kdamonds");
     let Ok(kdamonds) = std::fs::read_dir(root) else {
