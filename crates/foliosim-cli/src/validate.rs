@@ -7,7 +7,6 @@ use std::collections::BTreeSet;
 
 use foliosim::scenario::types::PAGE_SIZE;
 use foliosim::scenario::SwapKind;
-use foliosim::workload::trace_replay::recorded_native_user_ns;
 use foliosim::{RunResult, RunSpec, Scenario};
 use serde_json::Value;
 
@@ -617,7 +616,7 @@ fn retimed_live(scenario: &Scenario) -> bool {
     scenario
         .tasks
         .iter()
-        .any(|t| t.command.is_some() && recorded_native_user_ns(t).is_some())
+        .any(|t| crate::live::native::natively_timed(t).is_some())
 }
 
 /// What `--paired` simulated, under the table.

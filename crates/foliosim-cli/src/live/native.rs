@@ -11,7 +11,7 @@ use std::os::unix::process::ExitStatusExt;
 use std::process::{Command, Stdio};
 
 use foliosim::scenario::command::LiveCommand;
-use foliosim::scenario::RunSpec;
+use foliosim::scenario::{RunSpec, TaskSpec};
 use foliosim::workload::trace_replay::recorded_native_user_ns;
 use serde_json::{json, Map, Value};
 
@@ -43,17 +43,21 @@ pub(crate) fn median_ns(values: &[u64]) -> u64 {
     sorted.get(sorted.len() / 2).copied().unwrap_or(0)
 }
 
+/// The command of a task that a live run times natively: one that replays a trace at its
+/// program's native speed (`user_time = "native"`) and runs that program live.
+pub(crate) fn natively_timed(task: &TaskSpec) -> Option<&LiveCommand> {
+    task.command
+        .as_ref()
+        .filter(|_| recorded_native_user_ns(task).is_some())
+}
+
 /// Adds `native_user_ns` ({task: median}) and `native_user_ns_runs` ({task: [each run]}) to
 /// the run's notes for its native-timed tasks with a command (nothing when it has none). A
 /// native run that cannot start or is killed fails the run, naming the task.
 pub(super) fn time_native_runs(spec: &RunSpec, info: &mut Value) -> Result<(), LiveError> {
     let (mut medians, mut runs) = (Map::new(), Map::new());
     for task in &spec.scenario.tasks {
-        let Some(command) = task
-            .command
-            .as_ref()
-            .filter(|_| recorded_native_user_ns(task).is_some())
-        else {
+        let Some(command) = natively_timed(task) else {
             continue;
         };
         let mut user_ns = Vec::with_capacity(NATIVE_RUNS);

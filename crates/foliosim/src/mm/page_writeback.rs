@@ -591,12 +591,11 @@ impl Kernel {
         let f = self.wb.flusher;
         self.clock_ns = self.clock_ns.max(self.wb.idle_since_ns);
         self.current = f;
-        let (start, off_sys) = (self.clock_ns, self.tasks[f as usize].off_sys_ns());
+        let start = self.sys_start(f);
         self.wb.start_all = false;
         let nr = self.stat.get(Vm::NrDirty);
         self.wb_writeback(nr, WbReason::StartAll);
-        let flusher = &mut self.tasks[f as usize];
-        flusher.sys_ns += (self.clock_ns - start) - (flusher.off_sys_ns() - off_sys);
+        self.charge_sys(f, start);
         self.wb.idle_since_ns = self.clock_ns;
         self.clock_ns = saved_clock;
         self.current = saved_current;

@@ -98,11 +98,18 @@ pub struct Task {
     pub fault_after_reclaim: bool,
 }
 
+/// Where a stretch of a task's clock began (`Kernel::sys_start`), for `Kernel::charge_sys`.
+#[derive(Clone, Copy)]
+pub struct SysStart {
+    clock_ns: u64,
+    off_sys_ns: u64,
+}
+
 impl Task {
     /// Its user time and its time asleep on a device so far: a stretch of its clock less what
     /// these grew by is its system time (a task waiting for I/O uses no CPU, and wait4's
     /// ru_stime, which the live side reports, does not count it).
-    pub fn off_sys_ns(&self) -> u64 {
+    fn off_sys_ns(&self) -> u64 {
         self.user_ns + self.time.get(super::TimeKind::IoWait)
     }
 
@@ -158,6 +165,21 @@ impl Task {
 }
 
 impl Kernel {
+    /// A stretch of task `t`'s clock begins now.
+    pub fn sys_start(&self, t: u32) -> SysStart {
+        SysStart {
+            clock_ns: self.clock_ns,
+            off_sys_ns: self.tasks[t as usize].off_sys_ns(),
+        }
+    }
+
+    /// The stretch of task `t`'s clock since `start`, less its user time and its waits for a
+    /// device in it, is system time.
+    pub fn charge_sys(&mut self, t: u32, start: SysStart) {
+        let task = &mut self.tasks[t as usize];
+        task.sys_ns += (self.clock_ns - start.clock_ns) - (task.off_sys_ns() - start.off_sys_ns);
+    }
+
     /// kswapd_run for every node: one kswapd each, asleep until woken.
     pub fn spawn_kswapd_threads(&mut self) {
         for node in 0..self.nodes.len() as u32 {
@@ -281,10 +303,9 @@ impl Kernel {
             let itlb_ns = self.itlb_refill();
             self.spend(super::TimeKind::TlbMiss, itlb_ns);
             self.tasks[t as usize].user_ns += itlb_ns;
-            let (before, off_sys) = (self.clock_ns, self.tasks[t as usize].off_sys_ns());
+            let start = self.sys_start(t);
             self.task_tick_numa(t);
-            let task = &mut self.tasks[t as usize];
-            task.sys_ns += (self.clock_ns - before) - (task.off_sys_ns() - off_sys);
+            self.charge_sys(t, start);
         }
     }
 

@@ -559,7 +559,7 @@ pub fn native_user_ns_task(path: &str) -> Option<&str> {
     (!task.is_empty() && !task.contains('/')).then_some(task)
 }
 
-const NATIVE_USER_NS_VALUES: &str = "a user time in ns, at least 1";
+pub const NATIVE_USER_NS_VALUES: &str = "a user time in ns, at least 1";
 
 /// Every kernel path `Knobs::set` accepts (memory.max forms excluded), in table order.
 pub fn knob_paths() -> Vec<String> {

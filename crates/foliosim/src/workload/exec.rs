@@ -118,7 +118,7 @@ impl Workload {
                 self.reap_exits(k);
                 return k.clock_ns;
             };
-            let (clock_before, off_sys_before) = (k.clock_ns, k.tasks[t as usize].off_sys_ns());
+            let start = k.sys_start(t);
             let result = self.run_op(k, t, op, quantum_end_ns);
             if !self.violations.is_empty() {
                 // The checker stopped an exit: the run ends with its findings (run.rs).
@@ -126,8 +126,7 @@ impl Workload {
             }
             // The op may have ended tasks (an OOM kill, an exit): barriers stop waiting for them.
             self.reap_exits(k);
-            let task = &mut k.tasks[t as usize];
-            task.sys_ns += (k.clock_ns - clock_before) - (task.off_sys_ns() - off_sys_before);
+            k.charge_sys(t, start);
             let finished = match result {
                 Ok(f) => f,
                 Err(Killed) => {

@@ -67,7 +67,7 @@ use crate::scenario::generators::{
 };
 use crate::scenario::types::{content, ReadRequest, WriteRequest, PAGE_SIZE};
 use crate::scenario::walker::{Node, Res};
-use crate::scenario::knobs::{NATIVE_USER_NS, NOT_NATIVE_TIMED};
+use crate::scenario::knobs::{NATIVE_USER_NS, NATIVE_USER_NS_VALUES, NOT_NATIVE_TIMED};
 use crate::scenario::{Advice, InputError, MachineSpec, Program, TaskSpec};
 use crate::trace::{Entry, Event, Header, ThreadId, TraceError, TraceReader};
 use serde_json::{json, Map, Value};
@@ -265,7 +265,7 @@ impl GeneratorParams for TraceReplay {
         let ns = v
             .as_integer()
             .filter(|ns| *ns > 0)
-            .ok_or_else(|| format!("expected a user time in ns, at least 1, found {v}"))?;
+            .ok_or_else(|| format!("expected {NATIVE_USER_NS_VALUES}, found {v}"))?;
         if self.instruction_ps.is_none() {
             return Err(NOT_NATIVE_TIMED.to_string());
         }
@@ -602,14 +602,13 @@ impl Workload {
         let mut r = self.replays[rt.replay as usize]
             .take()
             .expect("one thread of a replay runs at a time");
-        let (clock_before, off_sys_before) = (k.clock_ns, k.tasks[t as usize].off_sys_ns());
+        let start = k.sys_start(t);
         let outcome = r.run(self, k, t, rt.thread, quantum_end_ns);
         let th = &r.threads[rt.thread as usize];
         self.tasks[t as usize].report = Report::Trace(Box::new(th.counters.clone()));
         let (scenario_file, key) = (r.scenario_file.clone(), r.key.clone());
         self.replays[rt.replay as usize] = Some(r);
-        let task = &mut k.tasks[t as usize];
-        task.sys_ns += (k.clock_ns - clock_before) - (task.off_sys_ns() - off_sys_before);
+        k.charge_sys(t, start);
         match outcome {
             Outcome::Yield => {
                 let sleep_ns = std::mem::take(&mut k.tasks[t as usize].sleep_ns);
