@@ -202,7 +202,7 @@ mod tests {
         assert!(folded(&k, mm, start + 16));
         assert!(!folded(&k, mm, start) && ptes(&k, mm, start, 16).iter().all(|&p| p == 0));
         // The fault filled one contpte entry: every page of the block hits it.
-        assert_eq!(k.tlb_access(mm, start + 31, false, true, false), 0);
+        assert_eq!(k.tlb_access(mm, start + 31, false, true, false), None);
         // x86 has no contiguous bit.
         let (mut k, mm, start) = boot("x86-server");
         k.touch(mm, start + 20, true, content::DATA_DEFAULT)

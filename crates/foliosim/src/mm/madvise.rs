@@ -1,9 +1,10 @@
 //! MADV_COLD and MADV_PAGEOUT on anonymous memory.
 //!
 //! Models mm/madvise.c madvise_cold_or_pageout_pte_range (v6.9–v6.18): only folios this mm maps
-//! exclusively; their young bits and PG_referenced are cleared, and an active one is marked
-//! PG_workingset; COLD moves active ones to the inactive list (lru_deactivate, which leaves
-//! inactive ones where they are and counts pgdeactivate for the moved ones only), PAGEOUT
+//! exclusively; their PG_referenced is cleared (and, by COLD, their young bits, whose TLB entries
+//! the mmu_gather flushes at the end), and an active one is marked PG_workingset; COLD moves
+//! active ones to the inactive list (lru_deactivate, which leaves inactive ones where they are
+//! and counts pgdeactivate for the moved ones only), PAGEOUT
 //! isolates them and reclaims them at once without looking at references (reclaim_pages). A
 //! large folio is split first unless it lies wholly in the range and is PMD-mapped (all
 //! generations) or, from v6.10, PTE-mapped. Left out: page-cache folios (skipped; the kernel
@@ -25,6 +26,8 @@ impl Kernel {
     ) {
         self.lru_add_drain();
         let mut list: Vec<FolioId> = Vec::new();
+        // The span of the PTEs made old, flushed as the mmu_gather finishes.
+        let mut young: Option<(u32, u32)> = None;
         let mut i = from;
         while i < to {
             let pte = self.mms[mm as usize].vmas[vi].ptes[i as usize];
@@ -62,9 +65,13 @@ impl Kernel {
                 i = first + nr;
                 continue;
             }
-            for p in &mut self.mms[mm as usize].vmas[vi].ptes[first as usize..(first + nr) as usize]
-            {
-                *p &= !pt::YOUNG;
+            if !pageout {
+                let ptes = &mut self.mms[mm as usize].vmas[vi].ptes;
+                let range = first as usize..(first + nr) as usize;
+                if ptes[range.clone()].iter().any(|&p| p & pt::YOUNG != 0) {
+                    ptes[range].iter_mut().for_each(|p| *p &= !pt::YOUNG);
+                    young = Some(young.map_or((first, first + nr), |(lo, _)| (lo, first + nr)));
+                }
             }
             self.mem.clear(folio, pg::REFERENCED);
             let active = self.mem.test(folio, pg::ACTIVE);
@@ -85,6 +92,10 @@ impl Kernel {
         }
         if !list.is_empty() {
             self.reclaim_pages(&mut list);
+        }
+        if let Some((lo, hi)) = young {
+            let start = self.mms[mm as usize].vmas[vi].start;
+            self.flush_tlb_mm_range(mm, start + lo, (hi - lo) as u64, false);
         }
     }
 }

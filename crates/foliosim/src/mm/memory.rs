@@ -86,12 +86,20 @@ impl Kernel {
         }
         let (huge, cont) = (pte & pt::PMD != 0, pte & pt::CONT != 0);
         let walk_ns = self.tlb_access(mm, vpn, huge, cont, write);
-        if !self.tasks[self.current as usize].page_walks_in_user_time {
-            self.spend(TimeKind::TlbMiss, walk_ns);
+        if let Some(ns) = walk_ns {
+            if !self.tasks[self.current as usize].page_walks_in_user_time {
+                self.spend(TimeKind::TlbMiss, ns);
+            }
         }
         let pte = &mut self.mms[mm as usize].vmas[vi].ptes[idx];
         if pt::is_present(*pte) {
-            *pte |= pt::YOUNG;
+            // The CPU sets the accessed bit when a page walk fills the TLB (a fault's retry
+            // walks too); a hit does not look at the PTE. So a young bit that x86 reclaim clears
+            // without a flush (ptep_clear_flush_young) stays clear while the translation is
+            // cached; arm64 flushes as it clears (arch_clear_flush_young).
+            if walk_ns.is_some() || !hit {
+                *pte |= pt::YOUNG;
+            }
             if write {
                 *pte |= pt::DIRTY;
                 let pfn = pt::pfn(*pte);
@@ -1151,7 +1159,11 @@ mod tests {
         k.mem.clear(folio, pg::ACTIVE);
         k.lruvec_add_folio(folio);
         // text's young bit was cleared by the first shrink only for page 0: clear page 1's.
+        // Then the translations of a and b leave the TLB, so that their next uses walk the
+        // page table and set the bits again (x86 does not flush as it clears them).
         k.folio_referenced(folio);
+        k.flush_tlb_mm_range(mm, a + 1, 1, false);
+        k.flush_tlb_mm_range(mm, b + 1, 1, false);
         k.touch(mm, a + 1, false, 0).unwrap();
         k.touch(mm, b + 1, false, 0).unwrap();
         for vpn in [a + 1, b + 1] {

@@ -20,8 +20,12 @@
 //! The batch helpers of mm/rmap.c (should_defer_flush, set_tlb_ubc_flush_pending,
 //! try_to_unmap_flush[_dirty], flush_tlb_batched_pending) are shared.
 //! Each CPU's TLB is one direct-mapped array of 4K, 64K-contiguous (arm64 contpte) and 2M
-//! translations tagged by mm; a full flush invalidates it all, a page flush one page.
-//! Left out: PCID/ASID recycling, KVM's paravirtual flush
+//! translations tagged by mm; a full flush invalidates it all, a page flush one page. A PTE's
+//! accessed bit is set by the page walk that fills it (mm/memory.rs touch), so while x86 keeps a
+//! translation that reclaim aged without a flush (ptep_clear_flush_young), the page looks unused.
+//! Left out: what moves a task between CPUs besides the modelled tasks (other threads of the
+//! machine put its mm in more CPUs' masks, so that reclaim's batched flushes empty whole TLBs),
+//! PCID/ASID recycling, KVM's paravirtual flush
 //! (preempted vCPUs skipped), arm64 range TLBIs (FEAT_TLBIRANGE, which Neoverse N1 lacks), PMD-
 //! stride flushes (a PMD's range is flushed as 512 pages), the iTLB beyond a fixed number of
 //! code pages refilled after a full flush, and flushes of kernel mappings.
@@ -292,12 +296,20 @@ impl Kernel {
         self.mms[mm as usize].cpumask = CpuMask::default();
     }
 
-    /// A data access through the current CPU's TLB; returns its cost beyond the memory access.
+    /// A data access through the current CPU's TLB: None on a hit, else the page walk's cost
+    /// beyond the memory access.
     #[inline]
-    pub fn tlb_access(&mut self, mm: u32, vpn: u32, huge: bool, cont: bool, write: bool) -> u64 {
+    pub fn tlb_access(
+        &mut self,
+        mm: u32,
+        vpn: u32,
+        huge: bool,
+        cont: bool,
+        write: bool,
+    ) -> Option<u64> {
         let cpu = self.current_cpu as usize;
         if self.cpu_tlbs[cpu].access(mm, vpn, huge, cont) {
-            return 0;
+            return None;
         }
         self.stat.count(
             if write {
@@ -307,7 +319,7 @@ impl Kernel {
             },
             1,
         );
-        self.hw.page_walk_ns
+        Some(self.hw.page_walk_ns)
     }
 
     /// The program's code translations, refilled on the first run after a full flush.
@@ -770,6 +782,38 @@ ops = [{{ op = "mmap", region = "a", size = "2M" }}]
         assert!(a.andnot(&b));
         assert!(!a.has_other_than(3));
         assert!(!a.andnot(&a.clone()));
+    }
+
+    /// x86 reclaim clears a young bit without a flush (ptep_clear_flush_young): while the
+    /// translation stays cached the page's accesses hit the TLB and leave the bit clear, so the
+    /// next scan finds it unreferenced. arm64 flushes as it clears, and MADV_COLD's mmu_gather
+    /// flushes what it made old, on both: the next access walks and sets the bit again.
+    #[test]
+    fn a_young_bit_cleared_without_a_flush_stays_clear_while_the_tlb_holds_the_page() {
+        use crate::mm::folio::content::DATA_DEFAULT;
+        for (hardware, young_again) in [("x86-server", false), ("arm64-altra", true)] {
+            let (mut k, mm, start) = boot(hardware);
+            let vi = k.mms[mm as usize].find_vma(start).unwrap();
+            let folio_at =
+                |k: &Kernel, i: usize| k.mem.head_of(pt::pfn(k.mms[mm as usize].vmas[vi].ptes[i]));
+            k.touch(mm, start, true, DATA_DEFAULT).unwrap();
+            let folio = folio_at(&k, 0);
+            assert_eq!(k.folio_referenced(folio).0, 1, "{hardware}");
+            k.touch(mm, start, false, DATA_DEFAULT).unwrap();
+            assert_eq!(k.folio_referenced(folio).0 == 1, young_again, "{hardware}");
+            // Once the translation is flushed, the next access walks and sets the bit.
+            k.flush_tlb_mm_range(mm, start, 16, false);
+            k.touch(mm, start, false, DATA_DEFAULT).unwrap();
+            assert_eq!(k.folio_referenced(folio).0, 1, "{hardware}");
+            // MADV_COLD flushes the PTEs it makes old.
+            k.touch(mm, start + 16, true, DATA_DEFAULT).unwrap();
+            k.lru_add_drain();
+            k.madvise_cold_or_pageout(mm, vi, 16, 32, false);
+            let cold = folio_at(&k, 16);
+            assert_eq!(k.folio_referenced(cold).0, 0, "{hardware}");
+            k.touch(mm, start + 16, false, DATA_DEFAULT).unwrap();
+            assert_eq!(k.folio_referenced(cold).0, 1, "{hardware}");
+        }
     }
 
     #[test]
