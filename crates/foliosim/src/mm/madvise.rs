@@ -66,11 +66,15 @@ impl Kernel {
                 continue;
             }
             if !pageout {
-                let ptes = &mut self.mms[mm as usize].vmas[vi].ptes;
-                let range = first as usize..(first + nr) as usize;
-                if ptes[range.clone()].iter().any(|&p| p & pt::YOUNG != 0) {
-                    ptes[range].iter_mut().for_each(|p| *p &= !pt::YOUNG);
-                    young = Some(young.map_or((first, first + nr), |(lo, _)| (lo, first + nr)));
+                let mut was_young = false;
+                for p in
+                    &mut self.mms[mm as usize].vmas[vi].ptes[first as usize..(first + nr) as usize]
+                {
+                    was_young |= *p & pt::YOUNG != 0;
+                    *p &= !pt::YOUNG;
+                }
+                if was_young {
+                    young = Some((young.map_or(first, |(lo, _)| lo), first + nr));
                 }
             }
             self.mem.clear(folio, pg::REFERENCED);
